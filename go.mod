@@ -1,0 +1,3 @@
+module github.com/packetio/packetio
+
+go 1.26
