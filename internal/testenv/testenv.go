@@ -1,0 +1,35 @@
+// Package testenv decides what a test does when the machine lacks what it
+// needs. A skip is not a pass: with PACKETIO_CONFORM_REQUIRED set (CI sets
+// it) every "cannot run here" becomes a failure.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// RequiredEnv is the variable that turns skips into failures.
+const RequiredEnv = "PACKETIO_CONFORM_REQUIRED"
+
+// Required reports whether PACKETIO_CONFORM_REQUIRED is set to a non-empty
+// value.
+func Required() bool { return os.Getenv(RequiredEnv) != "" }
+
+// CannotRun stops the test because the machine lacks something: a skip with
+// the reason, or a failure when Required.
+func CannotRun(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("cannot run, and "+RequiredEnv+" is set: "+format, args...)
+		return
+	}
+	t.Skipf("cannot run: "+format, args...)
+}
+
+// NeedRoot stops the test unless it runs as root.
+func NeedRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		CannotRun(t, "needs root (network namespaces, veth, raw sockets); run as root")
+	}
+}
