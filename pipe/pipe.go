@@ -1,0 +1,208 @@
+// Package pipe joins two packetio devices back to back in memory: what one
+// transmits, the other receives. It honours the whole packetio contract
+// (conform.Run passes on it, unprivileged), so programs written against
+// packetio can be tested without root, a NIC or a veth pair.
+//
+// Transmit queue i of one device feeds receive queue i of the other, like a
+// cable with one lane per queue. The wire copies each frame into a frame the
+// receiver posted with Fill, as a NIC writes into a posted buffer; when the
+// receiver has posted none, the frame is dropped and counted in the
+// receiver's RxStats.Dropped, as a NIC does. A transmit queue whose lane has
+// no receive queue at the far end drops what it sends and counts it in
+// Backend["no_receiver"].
+//
+//	a, b, err := pipe.New(pipe.WithQueues(2))
+package pipe
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+)
+
+// Device is one end of a pipe.
+type Device struct {
+	name   string
+	region *region
+	tx     []*txQueue
+	rx     []*rxQueue
+	peer   *Device
+	drop   func([]byte) bool
+
+	closed    atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var (
+	_ packetio.Device  = (*Device)(nil)
+	_ packetio.TxQueue = (*txQueue)(nil)
+	_ packetio.RxQueue = (*rxQueue)(nil)
+	_ packetio.Region  = (*region)(nil)
+)
+
+type config struct {
+	queues    int
+	frames    int
+	frameSize int
+	ringSize  int
+	drop      func([]byte) bool
+}
+
+// Option changes how New builds the pipe. The zero configuration is one
+// queue each way, 4096 frames of 2048 bytes per device, rings of 512.
+type Option func(*config)
+
+// WithQueues sets the number of transmit and receive queues of each end.
+func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
+
+// WithFrames sets the number of frames in each end's region.
+func WithFrames(n int) Option { return func(c *config) { c.frames = n } }
+
+// WithFrameSize sets the frame size, a power of two from 128 to 65536.
+func WithFrameSize(n int) Option { return func(c *config) { c.frameSize = n } }
+
+// WithRingSize sets the depth of every fill, receive and transmit ring, a
+// power of two.
+func WithRingSize(n int) Option { return func(c *config) { c.ringSize = n } }
+
+// WithDrop installs a loss hook: the wire calls it with every frame's bytes
+// (from either end) and drops the frame when it returns true. Dropped frames
+// are counted in the receiver's Backend["wire_dropped"]. The hook runs on the
+// transmitting goroutine and must not keep the slice.
+func WithDrop(drop func(frame []byte) bool) Option { return func(c *config) { c.drop = drop } }
+
+// New returns two devices joined back to back.
+func New(opts ...Option) (a, b packetio.Device, err error) {
+	c := config{queues: 1, frames: 4096, frameSize: 2048, ringSize: 512}
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
+	da, err := newDevice("pipe-a", &c)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := newDevice("pipe-b", &c)
+	if err != nil {
+		return nil, nil, err
+	}
+	da.peer, db.peer = db, da
+	for i, q := range da.tx {
+		q.lane = db.rxLane(i)
+	}
+	for i, q := range db.tx {
+		q.lane = da.rxLane(i)
+	}
+	return da, db, nil
+}
+
+func (c *config) check() error {
+	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
+	switch {
+	case c.queues < 1 || c.queues > maxQueues:
+		return fmt.Errorf("pipe: %d queues, want 1 to %d: %w", c.queues, maxQueues, packetio.ErrUnsupported)
+	case !pow2(c.frameSize) || c.frameSize < 128 || c.frameSize > 65536:
+		return fmt.Errorf("pipe: frame size %d, want a power of two from 128 to 65536: %w", c.frameSize, packetio.ErrUnsupported)
+	case !pow2(c.ringSize) || c.ringSize > 1<<16:
+		return fmt.Errorf("pipe: ring size %d, want a power of two up to 65536: %w", c.ringSize, packetio.ErrUnsupported)
+	case c.frames < 2*c.queues:
+		return fmt.Errorf("pipe: %d frames cannot give each of %d queues one per direction: %w", c.frames, c.queues, packetio.ErrUnsupported)
+	case c.frames > 1<<20:
+		return fmt.Errorf("pipe: %d frames, at most %d: %w", c.frames, 1<<20, packetio.ErrUnsupported)
+	}
+	return nil
+}
+
+const maxQueues = 64
+
+func newDevice(name string, c *config) (*Device, error) {
+	d := &Device{name: name, region: newRegion(c.frames, c.frameSize), drop: c.drop, done: make(chan struct{})}
+	// Transmit queues take the front of the region and receive queues the
+	// back, each an equal share; the first queues take the remainder so no
+	// frame belongs to nobody.
+	nq := 2 * c.queues
+	per, extra := c.frames/nq, c.frames%nq
+	first := 0
+	for i := 0; i < nq; i++ {
+		count := per
+		if i < extra {
+			count++
+		}
+		p, err := pool.New(first, count, c.frameSize)
+		if err != nil {
+			return nil, fmt.Errorf("pipe: %w", err)
+		}
+		first += count
+		if i < c.queues {
+			d.tx = append(d.tx, newTxQueue(d, i, p, c.ringSize))
+		} else {
+			d.rx = append(d.rx, newRxQueue(d, i-c.queues, p, c.ringSize))
+		}
+	}
+	return d, nil
+}
+
+func (d *Device) rxLane(i int) *rxQueue {
+	if i < len(d.rx) {
+		return d.rx[i]
+	}
+	return nil
+}
+
+// Capabilities reports what a pipe does: one shared region, frames handed
+// back, blocking Poll, a copy on the wire.
+func (d *Device) Capabilities() packetio.Capabilities {
+	return packetio.Capabilities{
+		Backend:         "pipe",
+		BlockingPoll:    true,
+		SharedRegion:    true,
+		HandsBackFrames: true,
+		MaxFrameSize:    d.region.frameSize,
+		MaxQueues:       maxQueues,
+	}
+}
+
+// NumTxQueues is the number of transmit queues.
+func (d *Device) NumTxQueues() int { return len(d.tx) }
+
+// NumRxQueues is the number of receive queues.
+func (d *Device) NumRxQueues() int { return len(d.rx) }
+
+// TxQueue returns transmit queue i, or nil when i is out of range.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if i < 0 || i >= len(d.tx) {
+		return nil
+	}
+	return d.tx[i]
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if i < 0 || i >= len(d.rx) {
+		return nil
+	}
+	return d.rx[i]
+}
+
+// Close closes this end. The other end stays open and what it sends is
+// dropped. It wakes every goroutine blocked in Poll and is idempotent.
+func (d *Device) Close() error {
+	d.closeOnce.Do(func() {
+		d.closed.Store(true)
+		close(d.done)
+	})
+	return nil
+}
+
+// String names the end, for logs.
+func (d *Device) String() string { return d.name }
+
+func (d *Device) errClosed(dir string, i int) error {
+	return fmt.Errorf("pipe %s %s queue %d: %w", d.name, dir, i, packetio.ErrClosed)
+}

@@ -1,0 +1,109 @@
+package pipe_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/conform"
+	"github.com/packetio/packetio/pipe"
+)
+
+// conformPair opens pipes for the suite: the device under test is end a, and
+// the peer is the b of the same pipe.
+func conformPair(opts ...pipe.Option) (open, peer conform.OpenFunc) {
+	var b packetio.Device
+	open = func(t *testing.T) conform.Device {
+		a, bb, err := pipe.New(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bb
+		t.Cleanup(func() { bb.Close() })
+		return a
+	}
+	peer = func(t *testing.T) conform.Device { return b }
+	return open, peer
+}
+
+func TestConform(t *testing.T) {
+	open, peer := conformPair()
+	conform.Run(t, open, conform.WithPeer(peer))
+}
+
+func TestConformFourQueuesSmallRings(t *testing.T) {
+	open, peer := conformPair(pipe.WithQueues(4), pipe.WithRingSize(64), pipe.WithFrames(1024))
+	conform.Run(t, open, conform.WithPeer(peer))
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	for _, o := range []pipe.Option{
+		pipe.WithQueues(0), pipe.WithQueues(65), pipe.WithFrameSize(3000), pipe.WithFrameSize(64),
+		pipe.WithRingSize(100), pipe.WithFrames(1), pipe.WithFrames(1 << 21),
+	} {
+		if _, _, err := pipe.New(o); !errors.Is(err, packetio.ErrUnsupported) {
+			t.Errorf("New accepted a bad option: %v", err)
+		}
+	}
+}
+
+func TestDropHookAndNoBufferAreCounted(t *testing.T) {
+	drops := 0
+	a, b, err := pipe.New(pipe.WithDrop(func(f []byte) bool {
+		if f[0] == 0xdd {
+			drops++
+			return true
+		}
+		return false
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	tx, rx := a.TxQueue(0), b.RxQueue(0)
+	send := func(first byte, n int) {
+		t.Helper()
+		if got, err := tx.SendFunc(n, func(i int, f []byte) int { f[0] = first; return 60 }); got != n || err != nil {
+			t.Fatalf("SendFunc = %d, %v", got, err)
+		}
+	}
+	send(0x01, 4) // nothing posted: the far end drops them
+	rx.Fill(8)
+	send(0xdd, 3) // the hook drops them
+	send(0x02, 2)
+	if n, err := rx.Poll(time.Second); n != 2 || err != nil {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	got := rx.Receive(16)
+	if len(got) != 2 || rx.Region().Frame(got[0])[0] != 0x02 {
+		t.Fatalf("received %+v", got)
+	}
+	rx.Recycle(got)
+	s, _ := rx.Stats()
+	if s.Dropped != 4 || s.Backend["wire_dropped"] != 3 || drops != 3 {
+		t.Fatalf("dropped %d, wire_dropped %d, hook %d", s.Dropped, s.Backend["wire_dropped"], drops)
+	}
+}
+
+// A program written against packetio, tested with a pipe: no root, no NIC.
+func Example() {
+	a, b, err := pipe.New()
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	defer b.Close()
+
+	rx := b.RxQueue(0)
+	rx.Fill(rx.NumFreeFillSlots())
+	a.TxQueue(0).SendFunc(1, func(i int, frame []byte) int { return copy(frame, "hello, pipe") })
+
+	rx.Poll(time.Second)
+	descs := rx.Receive(8)
+	for _, d := range descs {
+		println(string(rx.Region().Frame(d)))
+	}
+	rx.Recycle(descs)
+}

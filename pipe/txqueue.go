@@ -1,0 +1,225 @@
+package pipe
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+)
+
+// txQueue sends on one lane of the wire. The wire is synchronous: a frame is
+// on the far side when Transmit returns. Sent frames still wait on a pending
+// list until Complete or Reclaim, so the forwarding cycle works and
+// NumInFlight tells the truth.
+type txQueue struct {
+	dev     *Device
+	idx     int
+	pool    *pool.Frames
+	lane    *rxQueue // the peer's receive queue on this lane, or nil
+	pending []packetio.Desc
+	alloc   []packetio.Desc
+	addrs   []uint64
+
+	packets, bytes, completed, batches atomic.Uint64
+	ringFull, poolEmpty, rejected      atomic.Uint64
+	noReceiver                         atomic.Uint64
+}
+
+func newTxQueue(d *Device, i int, p *pool.Frames, ring int) *txQueue {
+	return &txQueue{
+		dev: d, idx: i, pool: p,
+		pending: make([]packetio.Desc, 0, ring),
+		alloc:   make([]packetio.Desc, 0, ring),
+		addrs:   make([]uint64, 0, ring),
+	}
+}
+
+func (q *txQueue) Region() packetio.Region { return q.dev.region }
+
+func (q *txQueue) Alloc(n int) []packetio.Desc {
+	q.alloc = q.alloc[:0]
+	if q.dev.closed.Load() {
+		return q.alloc
+	}
+	n = min(n, cap(q.pending)-len(q.pending))
+	if n <= 0 {
+		return q.alloc
+	}
+	q.addrs = q.pool.Pop(n, q.addrs[:0])
+	if len(q.addrs) == 0 {
+		q.poolEmpty.Add(1)
+	}
+	for _, a := range q.addrs {
+		q.alloc = append(q.alloc, packetio.Desc{Addr: a})
+	}
+	return q.alloc
+}
+
+func (q *txQueue) Transmit(descs []packetio.Desc) int {
+	if q.dev.closed.Load() || len(descs) == 0 {
+		return 0
+	}
+	room := cap(q.pending) - len(q.pending)
+	if room == 0 {
+		q.ringFull.Add(1)
+		return 0
+	}
+	n := min(len(descs), room)
+	for i, d := range descs[:n] {
+		if !q.dev.region.inFrame(d) {
+			q.rejected.Add(1)
+			n = i
+			break
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	sent := descs[:n]
+	q.wire(sent)
+	var b uint64
+	for _, d := range sent {
+		b += uint64(d.Len)
+	}
+	q.pending = append(q.pending, sent...)
+	q.packets.Add(uint64(n))
+	q.bytes.Add(b)
+	q.batches.Add(1)
+	return n
+}
+
+// wire copies frames into the frames the far side posted, as a NIC writes
+// into posted buffers, and publishes them to its receive ring.
+func (q *txQueue) wire(sent []packetio.Desc) {
+	rx := q.lane
+	if rx == nil || rx.dev.closed.Load() {
+		q.noReceiver.Add(uint64(len(sent)))
+		return
+	}
+	src := q.dev.region
+	dst := rx.dev.region
+	var dropped, wireDropped, tooBig uint64
+	for _, d := range sent {
+		frame := src.mem[d.Addr : d.Addr+uint64(d.Len)]
+		if q.dev.drop != nil && q.dev.drop(frame) {
+			wireDropped++
+			continue
+		}
+		if int(d.Len) > dst.frameSize {
+			tooBig++
+			continue
+		}
+		if rx.fill.ready() == 0 || rx.ring.free() == 0 {
+			dropped++ // no buffer posted: the far NIC drops it
+			continue
+		}
+		addr := rx.fill.take()
+		copy(dst.mem[addr:], frame)
+		rx.ring.push(packetio.Desc{Addr: addr, Len: d.Len})
+	}
+	rx.fill.release()
+	rx.ring.publish()
+	if dropped|wireDropped|tooBig != 0 {
+		rx.dropped.Add(dropped)
+		rx.wireDropped.Add(wireDropped)
+		rx.tooBig.Add(tooBig)
+	}
+	select {
+	case rx.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *txQueue) Err() error {
+	if q.dev.closed.Load() {
+		return q.dev.errClosed("tx", q.idx)
+	}
+	return nil
+}
+
+func (q *txQueue) Complete(max int) int {
+	n := min(max, len(q.pending))
+	if n <= 0 || q.dev.closed.Load() {
+		return 0
+	}
+	for _, d := range q.pending[:n] {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+	q.dequeue(n)
+	return n
+}
+
+func (q *txQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
+	n := min(max, len(q.pending))
+	if n <= 0 || q.dev.closed.Load() {
+		return out
+	}
+	out = append(out, q.pending[:n]...)
+	q.dequeue(n)
+	return out
+}
+
+// dequeue drops the first n pending frames, oldest first.
+func (q *txQueue) dequeue(n int) {
+	rest := copy(q.pending, q.pending[n:])
+	q.pending = q.pending[:rest]
+	q.completed.Add(uint64(n))
+}
+
+func (q *txQueue) Free(descs []packetio.Desc) {
+	if q.dev.closed.Load() {
+		return
+	}
+	for _, d := range descs {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+}
+
+func (q *txQueue) NumCompleted() int  { return len(q.pending) }
+func (q *txQueue) NumInFlight() int   { return len(q.pending) }
+func (q *txQueue) NumFreeSlots() int  { return cap(q.pending) - len(q.pending) }
+func (q *txQueue) NumFreeFrames() int { return q.pool.Len() }
+
+func (q *txQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
+	if q.dev.closed.Load() {
+		return 0, q.dev.errClosed("tx", q.idx)
+	}
+	q.Complete(len(q.pending))
+	descs := q.Alloc(count)
+	built := len(descs)
+	for i := range descs {
+		frame := q.dev.region.Writable(descs[i])
+		n := build(i, frame)
+		if n == 0 {
+			built = i
+			break
+		}
+		if n < 0 || n > len(frame) {
+			q.Free(descs)
+			return 0, fmt.Errorf("pipe %s tx queue %d: build returned %d for a %d-byte frame: %w", q.dev.name, q.idx, n, len(frame), packetio.ErrBadLength)
+		}
+		descs[i].Len = uint32(n)
+	}
+	sent := q.Transmit(descs[:built])
+	q.Free(descs[sent:])
+	return sent, nil
+}
+
+func (q *txQueue) Stats() (packetio.TxStats, error) {
+	return packetio.TxStats{
+		Packets:   q.packets.Load(),
+		Bytes:     q.bytes.Load(),
+		Completed: q.completed.Load(),
+		Batches:   q.batches.Load(),
+		RingFull:  q.ringFull.Load(),
+		PoolEmpty: q.poolEmpty.Load(),
+		Backend: map[string]uint64{
+			"pool_rejected":  q.pool.Rejected(),
+			"rejected_descs": q.rejected.Load(),
+			"no_receiver":    q.noReceiver.Load(),
+		},
+	}, nil
+}
+
+func (q *txQueue) Close() error { return q.dev.Close() }
