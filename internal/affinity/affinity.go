@@ -1,0 +1,289 @@
+// Package affinity places packet workers on CPUs.
+//
+// A Placement is an ordered list of CPUs; each worker that calls Pin takes
+// the next one and is locked to it (the goroutine to its OS thread, the
+// thread to the CPU). Without an explicit list the order is packed: one CPU
+// per physical core first, cores grouped by shared last-level cache so one
+// cache complex fills before the next, complexes on the NIC's NUMA node
+// first; the remaining SMT siblings come last, so a machine with few cores
+// still places every worker. Where the topology says nothing, New returns a
+// nil Placement, which leaves placement to the scheduler and says so.
+package affinity
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxCPU is the highest CPU number a placement may name.
+const MaxCPU = 1023
+
+// ErrNoCPU is returned by Pin when every CPU of the placement is taken.
+var ErrNoCPU = errors.New("affinity: no CPU left for another worker")
+
+// Placement hands CPUs to workers in order. Its methods are safe from any
+// goroutine. The nil Placement leaves every worker to the scheduler.
+type Placement struct {
+	cpus []int
+	note string
+
+	mu    sync.Mutex
+	next  int
+	byTID map[int]int
+}
+
+// New plans a placement for workers serving ifname. With want it uses those
+// CPUs in that order, each of which must be in the process's affinity mask.
+// Otherwise it packs by topology read from sysfs.
+func New(ifname string, want []int) (*Placement, error) {
+	return newAt("/sys", ifname, want, allowed)
+}
+
+// allowed returns the process's CPU affinity mask.
+func allowed() (map[int]bool, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("affinity: read the CPU mask: %w", err)
+	}
+	m := map[int]bool{}
+	for c := 0; c <= MaxCPU; c++ {
+		if set.IsSet(c) {
+			m[c] = true
+		}
+	}
+	return m, nil
+}
+
+func newAt(sys, ifname string, want []int, mask func() (map[int]bool, error)) (*Placement, error) {
+	ok, err := mask()
+	if err != nil {
+		return nil, err
+	}
+	if len(want) > 0 {
+		seen := map[int]bool{}
+		for _, c := range want {
+			if c < 0 || c > MaxCPU {
+				return nil, fmt.Errorf("affinity: CPU %d is outside 0-%d", c, MaxCPU)
+			}
+			if !ok[c] {
+				return nil, fmt.Errorf("affinity: CPU %d is not in this process's affinity mask", c)
+			}
+			if seen[c] {
+				return nil, fmt.Errorf("affinity: CPU %d named twice", c)
+			}
+			seen[c] = true
+		}
+		return &Placement{cpus: append([]int(nil), want...), note: "as asked", byTID: map[int]int{}}, nil
+	}
+	cpus := packed(sys, ifname, ok)
+	if len(cpus) == 0 {
+		return nil, nil
+	}
+	return &Placement{cpus: cpus, note: "packed by core and cache", byTID: map[int]int{}}, nil
+}
+
+type cpuInfo struct {
+	id, core, llc, node int
+	sibling             bool // not the first SMT thread of its core
+}
+
+// packed orders the allowed CPUs: first threads of cores, by cache complex,
+// the NIC's NUMA node first and then the largest complex; SMT siblings last.
+func packed(sys, ifname string, ok map[int]bool) []int {
+	nicNode := -1
+	if safeName(ifname) {
+		if n, err := readInt(filepath.Join(sys, "class/net", ifname, "device/numa_node")); err == nil {
+			nicNode = n
+		}
+	}
+	var infos []cpuInfo
+	firstOfCore := map[string]bool{}
+	for c := 0; c <= MaxCPU; c++ {
+		if !ok[c] {
+			continue
+		}
+		base := filepath.Join(sys, "devices/system/cpu", "cpu"+strconv.Itoa(c))
+		core, err := readInt(filepath.Join(base, "topology/core_id"))
+		if err != nil {
+			continue
+		}
+		pkg, _ := readInt(filepath.Join(base, "topology/physical_package_id"))
+		llc := -1
+		if l := readList(filepath.Join(base, "cache/index3/shared_cpu_list")); len(l) > 0 {
+			llc = l[0]
+		}
+		node := nodeOf(sys, c)
+		key := fmt.Sprint(pkg, "/", core)
+		infos = append(infos, cpuInfo{id: c, core: core, llc: llc, node: node, sibling: firstOfCore[key]})
+		firstOfCore[key] = true
+	}
+	size := map[int]int{}
+	for _, in := range infos {
+		if !in.sibling {
+			size[in.llc]++
+		}
+	}
+	sort.SliceStable(infos, func(i, j int) bool {
+		a, b := infos[i], infos[j]
+		if a.sibling != b.sibling {
+			return !a.sibling
+		}
+		if (a.node == nicNode) != (b.node == nicNode) {
+			return a.node == nicNode
+		}
+		if size[a.llc] != size[b.llc] {
+			return size[a.llc] > size[b.llc]
+		}
+		if a.llc != b.llc {
+			return a.llc < b.llc
+		}
+		return a.id < b.id
+	})
+	out := make([]int, len(infos))
+	for i, in := range infos {
+		out[i] = in.id
+	}
+	return out
+}
+
+func nodeOf(sys string, cpu int) int {
+	matches, _ := filepath.Glob(filepath.Join(sys, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "node*"))
+	for _, m := range matches {
+		if n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(m), "node")); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// Pin locks the calling goroutine to its OS thread and the thread to the
+// next CPU, and returns the CPU. A thread that already has a CPU keeps it, so
+// one worker driving several queues stays put. On the nil Placement it does
+// nothing and returns -1. On failure the thread is unlocked again.
+func (p *Placement) Pin() (int, error) {
+	if p == nil {
+		return -1, nil
+	}
+	runtime.LockOSThread()
+	tid := unix.Gettid()
+	p.mu.Lock()
+	cpu, had := p.byTID[tid]
+	if !had {
+		if p.next >= len(p.cpus) {
+			p.mu.Unlock()
+			runtime.UnlockOSThread()
+			return -1, fmt.Errorf("%w (%d placed: %s)", ErrNoCPU, len(p.cpus), p)
+		}
+		cpu = p.cpus[p.next]
+		p.next++
+		p.byTID[tid] = cpu
+	}
+	p.mu.Unlock()
+	var set unix.CPUSet
+	set.Set(cpu)
+	// Every time, not only the first: thread ids are reused.
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		p.mu.Lock()
+		if !had {
+			delete(p.byTID, tid)
+			p.next--
+		}
+		p.mu.Unlock()
+		runtime.UnlockOSThread()
+		return -1, fmt.Errorf("affinity: pin to CPU %d: %w", cpu, err)
+	}
+	return cpu, nil
+}
+
+// String says how workers are placed, for Info lines.
+func (p *Placement) String() string {
+	if p == nil {
+		return "left to the scheduler"
+	}
+	list := p.cpus
+	more := ""
+	if len(list) > 8 {
+		list, more = list[:8], fmt.Sprintf(" and %d more", len(p.cpus)-8)
+	}
+	parts := make([]string, len(list))
+	for i, c := range list {
+		parts[i] = strconv.Itoa(c)
+	}
+	return fmt.Sprintf("%s: CPUs %s%s", p.note, strings.Join(parts, ","), more)
+}
+
+// safeName reports whether an interface name can be joined into a sysfs
+// path without leaving the directory.
+func safeName(s string) bool {
+	if s == "" || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	return !strings.ContainsAny(s, "/\x00")
+}
+
+// readFile reads at most 64 KiB of a sysfs file.
+func readFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	n, err := f.Read(buf)
+	if n == 0 && err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(buf[:n])), nil
+}
+
+func readInt(path string) (int, error) {
+	s, err := readFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(s)
+}
+
+func readList(path string) []int {
+	s, err := readFile(path)
+	if err != nil {
+		return nil
+	}
+	return parseList(s)
+}
+
+// parseList parses a kernel CPU list ("0-3,8,10-11"), bounded to MaxCPU+1
+// entries; bad and backwards ranges are skipped.
+func parseList(s string) []int {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 || a > MaxCPU {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b > MaxCPU {
+				continue
+			}
+		}
+		for c := a; c <= b && len(out) <= MaxCPU; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
