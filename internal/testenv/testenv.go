@@ -33,3 +33,18 @@ func NeedRoot(t testing.TB) {
 		CannotRun(t, "needs root (network namespaces, veth, raw sockets); run as root")
 	}
 }
+
+// NeedHardware stops a test that needs hardware this repository's CI does
+// not have (a ConnectX, a DPDK-bound NIC), named by the environment variable
+// env. Such a test is the third level of verification in BACKENDS.md: it
+// runs when the variable names the device, and is skipped, saying so,
+// otherwise, whether or not PACKETIO_CONFORM_REQUIRED is set, because no
+// machine CI runs on can satisfy it. It returns the variable's value.
+func NeedHardware(t testing.TB, env, what string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		t.Skipf("hardware test: needs %s named by %s (verification level 3 in BACKENDS.md)", what, env)
+	}
+	return v
+}

@@ -1,6 +1,12 @@
 package testenv
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
 
 func TestRequired(t *testing.T) {
 	t.Setenv(RequiredEnv, "")
@@ -34,5 +40,28 @@ func TestCannotRun(t *testing.T) {
 		if f.failed != tc.fail || f.skipped != tc.skip {
 			t.Errorf("env %q: failed=%v skipped=%v", tc.env, f.failed, f.skipped)
 		}
+	}
+}
+
+func TestBPFAllocatorBlocked(t *testing.T) {
+	proc := t.TempDir()
+	task := func(pid, tid int, state byte, wchan string) {
+		dir := filepath.Join(proc, strconv.Itoa(pid), "task", strconv.Itoa(tid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "wchan"), []byte(wchan), 0o644)
+		os.WriteFile(filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (kworker/0:1 (x)) %c 2 0 0", tid, state)), 0o644)
+	}
+	task(9, 9, 'D', "bpf_prog_pack_free")
+	task(11, 11, 'D', "bpf_prog_pack_free")
+	task(20, 21, 'D', "bpf_prog_pack_alloc")
+	task(30, 30, 'S', "bpf_prog_pack_free") // asleep, but not stuck
+	task(40, 40, 'D', "flush_work")
+	if got := bpfAllocatorBlocked(proc); got != 3 {
+		t.Fatalf("counted %d blocked tasks, want 3", got)
+	}
+	if got := bpfAllocatorBlocked(t.TempDir()); got != 0 {
+		t.Fatalf("empty /proc: %d", got)
 	}
 }

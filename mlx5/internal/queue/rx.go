@@ -1,0 +1,266 @@
+package queue
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+	"github.com/packetio/packetio/mlx5/internal/ring"
+)
+
+// RxConfig assembles a receive queue.
+type RxConfig struct {
+	Name   string
+	Ring   *ring.Rx
+	Region *Region
+	Pool   *pool.Frames
+	// Stamps says the ring has a device clock, so ReceiveTimestamps
+	// returns stamps.
+	Stamps bool
+	// Pin, when set, runs once, on the queue's first Fill or Receive, on
+	// the goroutine that drives it.
+	Pin func()
+	// Backend holds constant backend counters reported by Stats.
+	Backend map[string]uint64
+}
+
+// RxQueue is a packetio.RxQueue (and TimestampReceiver) over an mlx5 receive
+// ring. Poll spins: no completion event is armed, so there is nothing to
+// sleep on (Capabilities().BlockingPoll is false).
+type RxQueue struct {
+	name    string
+	ring    *ring.Rx
+	region  *Region
+	pool    *pool.Frames
+	stamps  bool
+	pin     func()
+	pinned  bool // only the driving goroutine reads it
+	backend map[string]uint64
+
+	addrs []uint64
+	descs []packetio.Desc
+	ts    []uint64
+
+	// mu orders Poll, which may run on another goroutine, against Close:
+	// once Close returns no Poll reads the CQ again, so the device can
+	// destroy it.
+	mu        sync.Mutex
+	closed    atomic.Bool
+	errClosed error
+
+	polls     atomic.Uint64
+	poolEmpty atomic.Uint64
+}
+
+var _ packetio.TimestampReceiver = (*RxQueue)(nil)
+
+// NewRx assembles a receive queue.
+func NewRx(cfg RxConfig) (*RxQueue, error) {
+	if cfg.Ring == nil || cfg.Region == nil || cfg.Pool == nil {
+		return nil, fmt.Errorf("%s: a receive queue needs a ring, a region and a pool", cfg.Name)
+	}
+	n := max(cfg.Ring.Entries(), cfg.Pool.Cap())
+	return &RxQueue{
+		name:      cfg.Name,
+		ring:      cfg.Ring,
+		region:    cfg.Region,
+		pool:      cfg.Pool,
+		stamps:    cfg.Stamps,
+		pin:       cfg.Pin,
+		pinned:    cfg.Pin == nil,
+		backend:   cfg.Backend,
+		addrs:     make([]uint64, 0, n),
+		descs:     make([]packetio.Desc, 0, n),
+		ts:        make([]uint64, 0, n),
+		errClosed: fmt.Errorf("%s: %w", cfg.Name, packetio.ErrClosed),
+	}, nil
+}
+
+func (q *RxQueue) firstUse() {
+	if !q.pinned {
+		q.pinned = true
+		q.pin()
+	}
+}
+
+// Region is the memory this queue's frames live in.
+func (q *RxQueue) Region() packetio.Region { return q.region }
+
+// Fill posts up to n pool frames to the card.
+func (q *RxQueue) Fill(n int) int {
+	if q.closed.Load() {
+		return 0
+	}
+	q.firstUse()
+	n = min(n, q.ring.FreeSlots())
+	if n <= 0 {
+		return 0
+	}
+	q.addrs = q.pool.Pop(n, q.addrs[:0])
+	if len(q.addrs) == 0 {
+		q.poolEmpty.Add(1)
+		return 0
+	}
+	k := q.ring.Fill(q.addrs)
+	for _, a := range q.addrs[k:] {
+		q.pool.Push(a)
+	}
+	return k
+}
+
+// Poll waits until a packet is ready or timeout passes. It spins, yielding
+// the processor between looks and sleeping briefly once it has waited a
+// while; a negative timeout spins until a packet arrives or Close.
+func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
+	q.polls.Add(1)
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for spin := 0; ; spin++ {
+		q.mu.Lock()
+		if q.closed.Load() {
+			q.mu.Unlock()
+			return 0, q.errClosed
+		}
+		n := q.ring.Ready(1 << 30)
+		q.mu.Unlock()
+		if n > 0 {
+			return n, nil
+		}
+		if err := q.ring.Err(); err != nil {
+			return 0, fmt.Errorf("%s: %w", q.name, err)
+		}
+		if timeout == 0 || (timeout > 0 && !time.Now().Before(deadline)) {
+			return 0, nil
+		}
+		if spin < 256 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// Receive returns up to max received packets; buffers of error completions
+// go straight back to the pool.
+func (q *RxQueue) Receive(max int) []packetio.Desc {
+	if q.closed.Load() {
+		return nil
+	}
+	q.firstUse()
+	q.descs, _ = q.ring.Receive(max, q.descs[:0], nil)
+	q.recycleFailed()
+	return q.descs
+}
+
+// ReceiveTimestamps is Receive plus each packet's arrival time in
+// nanoseconds on the card's clock. Without a clock it returns nil, nil.
+func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
+	if q.closed.Load() || !q.stamps {
+		return nil, nil
+	}
+	q.descs, q.ts = q.ring.Receive(max, q.descs[:0], q.ts[:0])
+	q.recycleFailed()
+	return q.descs, q.ts
+}
+
+// recycleFailed returns the buffers of error completions to the pool. It
+// appends after the received descriptors and then cuts them off again, so it
+// needs no scratch of its own.
+func (q *RxQueue) recycleFailed() {
+	n := len(q.descs)
+	all := q.ring.TakeFailed(q.descs)
+	for _, d := range all[n:] {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+	q.descs = all[:n]
+}
+
+// Err is nil while healthy; a card failure wraps ErrQueueFailed, and after
+// Close it wraps ErrClosed.
+func (q *RxQueue) Err() error {
+	if q.closed.Load() {
+		return q.errClosed
+	}
+	if err := q.ring.Err(); err != nil {
+		return fmt.Errorf("%s: %w", q.name, err)
+	}
+	return nil
+}
+
+// Recycle returns received frames to the pool.
+func (q *RxQueue) Recycle(descs []packetio.Desc) {
+	if q.closed.Load() {
+		return
+	}
+	for _, d := range descs {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+}
+
+// NumFreeFillSlots is how many more frames Fill can post now.
+func (q *RxQueue) NumFreeFillSlots() int {
+	if q.closed.Load() {
+		return 0
+	}
+	return min(q.ring.FreeSlots(), q.pool.Len())
+}
+
+// NumReceived is how many packets Receive could return now (error
+// completions included, which Receive drops).
+func (q *RxQueue) NumReceived() int {
+	if q.closed.Load() {
+		return 0
+	}
+	return q.ring.Ready(1 << 30)
+}
+
+// NumFreeFrames is how many frames the pool holds.
+func (q *RxQueue) NumFreeFrames() int {
+	if q.closed.Load() {
+		return 0
+	}
+	return q.pool.Len()
+}
+
+// Stats returns cumulative counters. Safe from any goroutine.
+func (q *RxQueue) Stats() (packetio.RxStats, error) {
+	c := q.ring.Counters()
+	s := packetio.RxStats{
+		Packets:     c.Packets.Load(),
+		Bytes:       c.Bytes.Load(),
+		Filled:      c.Filled.Load(),
+		Batches:     c.Batches.Load(),
+		Polls:       q.polls.Load(),
+		Completions: c.Completions.Load(),
+		PoolEmpty:   q.poolEmpty.Load(),
+		Errors:      c.Errors.Load(),
+		Backend: map[string]uint64{
+			"pool_rejected": q.pool.Rejected(),
+			"oversize":      c.Oversize.Load(),
+			"unexpected":    c.Unexpected.Load(),
+			"bad_desc":      c.BadDesc.Load(),
+		},
+	}
+	for k, v := range q.backend {
+		s.Backend[k] = v
+	}
+	if q.closed.Load() {
+		return s, q.errClosed
+	}
+	return s, nil
+}
+
+// Close marks the queue closed and waits out a Poll in progress. It is
+// idempotent.
+func (q *RxQueue) Close() error {
+	q.mu.Lock()
+	q.closed.Store(true)
+	q.mu.Unlock()
+	return nil
+}

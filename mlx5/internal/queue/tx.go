@@ -1,0 +1,303 @@
+package queue
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+	"github.com/packetio/packetio/mlx5/internal/ring"
+)
+
+// TxConfig assembles a transmit queue.
+type TxConfig struct {
+	Name   string       // for errors: "mlx5 eth0 tx 0"
+	Rings  []*ring.Tx   // one or more hardware send queues; batches go round-robin
+	Region *Region      // the frame memory
+	Pool   *pool.Frames // this queue's frames
+	// Kick, when set, runs after every doorbell. Hardware needs nothing
+	// (the doorbell is the kick); the model uses it to do the device's
+	// work.
+	Kick func()
+	// Pin, when set, runs once, on the queue's first Alloc or Transmit,
+	// on the goroutine that drives it (CPU placement).
+	Pin func()
+	// Backend holds constant backend counters reported by Stats (qpn,
+	// sq_blocks, ...).
+	Backend map[string]uint64
+}
+
+// TxQueue is a packetio.TxQueue over mlx5 send rings.
+type TxQueue struct {
+	name    string
+	rings   []*ring.Tx
+	next    int
+	region  *Region
+	pool    *pool.Frames
+	kick    func()
+	pin     func()
+	pinned  bool // only the driving goroutine reads it
+	backend map[string]uint64
+
+	addrs     []uint64
+	descs     []packetio.Desc
+	done      []packetio.Desc
+	closed    atomic.Bool
+	errClosed error
+
+	poolEmpty atomic.Uint64
+}
+
+var _ packetio.TxQueue = (*TxQueue)(nil)
+
+// NewTx assembles a transmit queue.
+func NewTx(cfg TxConfig) (*TxQueue, error) {
+	if len(cfg.Rings) == 0 || cfg.Region == nil || cfg.Pool == nil {
+		return nil, fmt.Errorf("%s: a transmit queue needs rings, a region and a pool", cfg.Name)
+	}
+	slots := 0
+	for _, r := range cfg.Rings {
+		slots += r.Slots()
+	}
+	n := cfg.Pool.Cap()
+	return &TxQueue{
+		name:      cfg.Name,
+		rings:     cfg.Rings,
+		region:    cfg.Region,
+		pool:      cfg.Pool,
+		kick:      cfg.Kick,
+		pin:       cfg.Pin,
+		pinned:    cfg.Pin == nil,
+		backend:   cfg.Backend,
+		addrs:     make([]uint64, 0, n),
+		descs:     make([]packetio.Desc, 0, n),
+		done:      make([]packetio.Desc, 0, max(n, slots)),
+		errClosed: fmt.Errorf("%s: %w", cfg.Name, packetio.ErrClosed),
+	}, nil
+}
+
+// Region is the memory this queue's frames live in.
+func (q *TxQueue) Region() packetio.Region { return q.region }
+
+// Alloc takes up to n frames, never more than the next Transmit takes.
+func (q *TxQueue) Alloc(n int) []packetio.Desc {
+	if q.closed.Load() {
+		return nil
+	}
+	if !q.pinned {
+		q.pinned = true
+		q.pin()
+	}
+	n = min(n, q.NumFreeSlots())
+	q.addrs = q.pool.Pop(n, q.addrs[:0])
+	if n > 0 && len(q.addrs) == 0 {
+		q.poolEmpty.Add(1)
+	}
+	q.descs = q.descs[:0]
+	for _, a := range q.addrs {
+		q.descs = append(q.descs, packetio.Desc{Addr: a})
+	}
+	return q.descs
+}
+
+// Transmit hands a prefix of descs to the card and returns its length.
+func (q *TxQueue) Transmit(descs []packetio.Desc) int {
+	if q.closed.Load() || len(descs) == 0 {
+		return 0
+	}
+	if !q.pinned {
+		q.pinned = true
+		q.pin()
+	}
+	r := q.rings[q.next]
+	n := r.Post(descs)
+	if n > 0 {
+		if q.next++; q.next == len(q.rings) {
+			q.next = 0
+		}
+		if q.kick != nil {
+			q.kick()
+		}
+	}
+	return n
+}
+
+// Err is nil while healthy; a card failure wraps ErrQueueFailed, and after
+// Close it wraps ErrClosed.
+func (q *TxQueue) Err() error {
+	if q.closed.Load() {
+		return q.errClosed
+	}
+	for i, r := range q.rings {
+		if err := r.Err(); err != nil {
+			return fmt.Errorf("%s ring %d: %w", q.name, i, err)
+		}
+	}
+	return nil
+}
+
+// Complete returns finished frames to the pool and reports how many.
+func (q *TxQueue) Complete(max int) int {
+	if q.closed.Load() {
+		return 0
+	}
+	q.done = q.reap(max, q.done[:0])
+	for _, d := range q.done {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+	return len(q.done)
+}
+
+// reap appends up to max (one completion is never split) finished frames of
+// every ring to out.
+func (q *TxQueue) reap(max int, out []packetio.Desc) []packetio.Desc {
+	start := len(out)
+	for _, r := range q.rings {
+		done := len(out) - start
+		if done >= max {
+			break
+		}
+		out = r.Complete(max-done, out)
+	}
+	return out
+}
+
+// Reclaim is Complete that appends the finished descriptors to out.
+func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
+	if q.closed.Load() {
+		return out
+	}
+	return q.reap(max, out)
+}
+
+// Free returns frames to the pool unsent. Foreign and surplus frames are
+// refused and counted in Stats (pool_rejected).
+func (q *TxQueue) Free(descs []packetio.Desc) {
+	if q.closed.Load() {
+		return
+	}
+	for _, d := range descs {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+}
+
+// NumCompleted is how many frames Complete would return now.
+func (q *TxQueue) NumCompleted() int {
+	if q.closed.Load() {
+		return 0
+	}
+	n := 0
+	for _, r := range q.rings {
+		n += r.Completable()
+	}
+	return n
+}
+
+// NumInFlight is how many frames the card owns.
+func (q *TxQueue) NumInFlight() int {
+	if q.closed.Load() {
+		return 0
+	}
+	n := 0
+	for _, r := range q.rings {
+		n += r.InFlight()
+	}
+	return n
+}
+
+// NumFreeSlots is how many frames the next Transmit takes: the room of the
+// ring it goes to.
+func (q *TxQueue) NumFreeSlots() int {
+	if q.closed.Load() {
+		return 0
+	}
+	return q.rings[q.next].FreeSlots()
+}
+
+// NumFreeFrames is how many frames the pool holds.
+func (q *TxQueue) NumFreeFrames() int {
+	if q.closed.Load() {
+		return 0
+	}
+	return q.pool.Len()
+}
+
+// SendFunc is the whole transmit cycle in one call.
+func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errClosed
+	}
+	q.Complete(1 << 30)
+	if err := q.Err(); err != nil {
+		return 0, err
+	}
+	descs := q.Alloc(count)
+	built := 0
+	for i := range descs {
+		frame := q.region.Writable(descs[i])
+		n := build(i, frame)
+		if n == 0 {
+			break
+		}
+		if n < 0 || n > len(frame) {
+			q.Free(descs)
+			return 0, fmt.Errorf("%s: build returned %d for a %d-byte frame: %w", q.name, n, len(frame), packetio.ErrBadLength)
+		}
+		descs[i].Len = uint32(n)
+		built++
+	}
+	sent := q.Transmit(descs[:built])
+	q.Free(descs[sent:])
+	if sent < built {
+		if err := q.Err(); err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+// Stats returns cumulative counters. Safe from any goroutine.
+func (q *TxQueue) Stats() (packetio.TxStats, error) {
+	var s packetio.TxStats
+	var bad, stale uint64
+	for _, r := range q.rings {
+		c := r.Counters()
+		s.Packets += c.Packets.Load()
+		s.Bytes += c.Bytes.Load()
+		s.Completed += c.Completed.Load()
+		s.Batches += c.Batches.Load()
+		s.Completions += c.Completions.Load()
+		s.RingFull += c.RingFull.Load()
+		s.Errors += c.Errors.Load()
+		bad += c.BadDesc.Load()
+		stale += c.Stale.Load() + c.Unexpected.Load()
+	}
+	s.PoolEmpty = q.poolEmpty.Load()
+	s.Backend = map[string]uint64{
+		"rings":             uint64(len(q.rings)),
+		"pool_rejected":     q.pool.Rejected(),
+		"bad_desc":          bad,
+		"stale_completions": stale,
+	}
+	for k, v := range q.backend {
+		s.Backend[k] = v
+	}
+	for i, r := range q.rings {
+		if f := r.Failure(); f != nil {
+			s.Backend["last_syndrome"] = uint64(f.Syndrome)
+			s.Backend["last_vendor_syndrome"] = uint64(f.VendorSyndrome)
+			s.Backend["failed_ring"] = uint64(i)
+		}
+	}
+	if q.closed.Load() {
+		return s, q.errClosed
+	}
+	return s, nil
+}
+
+// Close marks the queue closed. It is idempotent. The device releases the
+// hardware after every queue is closed.
+func (q *TxQueue) Close() error {
+	q.closed.Store(true)
+	return nil
+}

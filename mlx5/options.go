@@ -1,0 +1,251 @@
+//go:build linux && cgo && mlx5 && (amd64 || arm64)
+
+package mlx5
+
+import (
+	"fmt"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/mlx5/internal/ring"
+	"github.com/packetio/packetio/mlx5/internal/wqe"
+)
+
+// Limits.
+const (
+	// MaxQueues is the most queues either direction may have.
+	MaxQueues = 64
+	// MaxFrames is the most frames a region may hold.
+	MaxFrames = 1 << 21
+	// RxHeadroom is the bytes left free at the start of every receive
+	// frame; MaxFrameSize is the frame size less this.
+	RxHeadroom = 64
+)
+
+// Option configures Open.
+type Option func(*config) error
+
+type config struct {
+	tx, rx        int
+	txDepth       int
+	rxDepth       int
+	frames        int
+	frameSize     int
+	steering      *packetio.SteeringFilter
+	cpus          []int
+	noAffinity    bool
+	multiPacket   int // -1 auto, 0 off, 1 pointer, 2 copied
+	ringsPerQueue int
+	csum          bool
+}
+
+func defaults() config {
+	return config{tx: 1, txDepth: 1024, rxDepth: 1024, frameSize: 2048, multiPacket: -1}
+}
+
+// WithQueues sets both the transmit and the receive queue count.
+func WithQueues(n int) Option {
+	return func(c *config) error {
+		if err := queueCount("queues", n); err != nil {
+			return err
+		}
+		c.tx, c.rx = n, n
+		return nil
+	}
+}
+
+// WithTxQueues sets the transmit queue count (default 1).
+func WithTxQueues(n int) Option {
+	return func(c *config) error {
+		if err := queueCount("transmit queues", n); err != nil {
+			return err
+		}
+		c.tx = n
+		return nil
+	}
+}
+
+// WithRxQueues sets the receive queue count (default 0).
+func WithRxQueues(n int) Option {
+	return func(c *config) error {
+		if err := queueCount("receive queues", n); err != nil {
+			return err
+		}
+		c.rx = n
+		return nil
+	}
+}
+
+func queueCount(what string, n int) error {
+	if n < 0 || n > MaxQueues {
+		return fmt.Errorf("mlx5: %d %s is outside 0..%d: %w", n, what, MaxQueues, packetio.ErrUnsupported)
+	}
+	return nil
+}
+
+// WithTxDepth sets the send queue size in WQE blocks per ring (a power of
+// two, default 1024).
+func WithTxDepth(n int) Option { return depth("transmit", n, func(c *config) { c.txDepth = n }) }
+
+// WithRxDepth sets the receive queue size in buffers (a power of two,
+// default 1024).
+func WithRxDepth(n int) Option { return depth("receive", n, func(c *config) { c.rxDepth = n }) }
+
+func depth(what string, n int, set func(*config)) Option {
+	return func(c *config) error {
+		if n < 64 || n > 32768 || n&(n-1) != 0 {
+			return fmt.Errorf("mlx5: %s depth %d is not a power of two in 64..32768: %w", what, n, packetio.ErrUnsupported)
+		}
+		set(c)
+		return nil
+	}
+}
+
+// WithFrames fixes the number of frames in the region. Without it the region
+// holds twice what the queues can have outstanding.
+func WithFrames(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > MaxFrames {
+			return fmt.Errorf("mlx5: %d frames is outside 1..%d: %w", n, MaxFrames, packetio.ErrUnsupported)
+		}
+		c.frames = n
+		return nil
+	}
+}
+
+// WithFrameSize sets the frame size: a power of two from 256 to 65536
+// (default 2048). Received packets get the frame less RxHeadroom.
+func WithFrameSize(n int) Option {
+	return func(c *config) error {
+		if n < 256 || n > 65536 || n&(n-1) != 0 {
+			return fmt.Errorf("mlx5: frame size %d is not a power of two in 256..65536: %w", n, packetio.ErrUnsupported)
+		}
+		c.frameSize = n
+		return nil
+	}
+}
+
+// WithSteering says which packets the receive queues take from the port.
+// Without it they take packets addressed to the interface's own MAC. The
+// filter is checked at Open and refused with ErrUnsupported when a rule
+// cannot be expressed exactly.
+func WithSteering(f packetio.SteeringFilter) Option {
+	return func(c *config) error {
+		if err := f.Validate(); err != nil {
+			return err
+		}
+		c.steering = &f
+		return nil
+	}
+}
+
+// WithAffinity pins the goroutine that first drives each queue to the next
+// CPU of cpus, in order; a goroutine driving several queues keeps its first
+// CPU. Without it no goroutine is pinned.
+func WithAffinity(cpus ...int) Option {
+	return func(c *config) error {
+		if len(cpus) == 0 {
+			return fmt.Errorf("mlx5: WithAffinity needs at least one CPU: %w", packetio.ErrUnsupported)
+		}
+		for _, cpu := range cpus {
+			if cpu < 0 || cpu >= 1024 {
+				return fmt.Errorf("mlx5: CPU %d is outside 0..1023: %w", cpu, packetio.ErrUnsupported)
+			}
+		}
+		c.cpus, c.noAffinity = append([]int(nil), cpus...), false
+		return nil
+	}
+}
+
+// WithoutAffinity leaves placement to the scheduler (the default); it
+// cancels an earlier WithAffinity.
+func WithoutAffinity() Option {
+	return func(c *config) error {
+		c.cpus, c.noAffinity = nil, true
+		return nil
+	}
+}
+
+// WithMultiPacket forces enhanced multi-packet transmit in the copied form;
+// WithoutMultiPacket forces ordinary SEND entries. Without either, Open
+// chooses (see the package documentation). A card without enhanced MPW, or
+// a port that requires inline headers, refuses WithMultiPacket.
+func WithMultiPacket() Option { return func(c *config) error { c.multiPacket = 2; return nil } }
+
+// WithoutMultiPacket forces one ordinary SEND entry per packet.
+func WithoutMultiPacket() Option { return func(c *config) error { c.multiPacket = 0; return nil } }
+
+// WithRingsPerQueue sets the hardware send queues behind each transmit queue
+// (1..16); 0 lets Open choose.
+func WithRingsPerQueue(n int) Option {
+	return func(c *config) error {
+		if n < 0 || n > 16 {
+			return fmt.Errorf("mlx5: %d rings per queue is outside 0..16: %w", n, packetio.ErrUnsupported)
+		}
+		c.ringsPerQueue = n
+		return nil
+	}
+}
+
+// WithChecksumOffload asks the card to compute the IPv4 header and TCP/UDP
+// checksums of every transmitted packet.
+func WithChecksumOffload() Option { return func(c *config) error { c.csum = true; return nil } }
+
+// check validates the combination, before any hardware is touched.
+func (c *config) check() error {
+	if c.tx == 0 && c.rx == 0 {
+		return fmt.Errorf("mlx5: no queues asked for: %w", packetio.ErrUnsupported)
+	}
+	if c.steering != nil && c.rx == 0 {
+		return fmt.Errorf("mlx5: a steering filter needs receive queues: %w", packetio.ErrUnsupported)
+	}
+	rings := max(c.ringsPerQueue, 1)
+	if c.tx*rings > MaxQueues {
+		return fmt.Errorf("mlx5: %d transmit queues of %d rings is more than %d hardware send queues: %w", c.tx, rings, MaxQueues, packetio.ErrUnsupported)
+	}
+	if c.frames > 0 && c.frames < c.need(rings) {
+		return fmt.Errorf("mlx5: %d frames cannot fill %d: %w", c.frames, c.need(rings), packetio.ErrUnsupported)
+	}
+	return nil
+}
+
+// need is the frames the queues can have outstanding.
+func (c *config) need(rings int) int { return c.tx*rings*c.txDepth + c.rx*c.rxDepth }
+
+// txPlan is the transmit descriptor mode Open chose.
+type txPlan struct {
+	mode   ring.TxMode
+	rings  int
+	inline int
+}
+
+// planTx chooses the transmit descriptor mode from the card's flags, the
+// port's required inline header and the queue counts.
+func (c *config) planTx(flags uint64, required int) (txPlan, error) {
+	empw := flags&wqe.FlagEnhancedMPW != 0 && required == 0
+	p := txPlan{mode: ring.ModeSend, rings: max(c.ringsPerQueue, 1), inline: required}
+	switch c.multiPacket {
+	case 0:
+	case 2:
+		if !empw {
+			return p, fmt.Errorf("mlx5: multi-packet transmit needs enhanced MPW and a port without required inline headers (flags %#x, inline %d): %w", flags, required, packetio.ErrUnsupported)
+		}
+		p.mode, p.inline = ring.ModeMPWCopied, 0
+	default:
+		if !empw {
+			break
+		}
+		p.mode, p.inline = ring.ModeMPWPointer, 0
+		if (c.rx == 0 && c.tx >= 2) || (c.rx > 0 && c.tx >= 4) {
+			// The pointer form shares a device-wide fetch ceiling;
+			// the copied form scales per ring.
+			p.mode = ring.ModeMPWCopied
+			if c.ringsPerQueue == 0 {
+				p.rings = 4
+			}
+		}
+	}
+	if c.tx*p.rings > MaxQueues {
+		p.rings = max(1, MaxQueues/c.tx)
+	}
+	return p, nil
+}
