@@ -7,4 +7,9 @@ require (
 	github.com/vishvananda/netns v0.0.5
 )
 
-require golang.org/x/sys v0.50.0 // indirect
+require (
+	github.com/cilium/ebpf v0.22.0 // indirect
+	github.com/google/gopacket v1.1.19 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

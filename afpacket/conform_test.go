@@ -1,0 +1,81 @@
+//go:build linux
+
+package afpacket_test
+
+import (
+	"testing"
+
+	"github.com/packetio/packetio/afpacket"
+	"github.com/packetio/packetio/internal/conform"
+	"github.com/packetio/packetio/internal/netns"
+)
+
+// opener opens afpacket devices on one end of a veth pair, inside its
+// namespace.
+func opener(h *netns.Host, opts ...afpacket.Option) conform.OpenFunc {
+	return func(t *testing.T) conform.Device {
+		var d *afpacket.Device
+		if err := h.Do(func() error {
+			var err error
+			d, err = afpacket.Open(h.Link, opts...)
+			return err
+		}); err != nil {
+			t.Fatalf("afpacket.Open(%s): %v", h.Link, err)
+		}
+		return d
+	}
+}
+
+func TestConformance(t *testing.T) {
+	pair := netns.New(t)
+	conform.Run(t, opener(pair.A, afpacket.WithFrames(1024)),
+		conform.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
+}
+
+func TestConformanceMultiQueue(t *testing.T) {
+	pair := netns.New(t)
+	conform.Run(t, opener(pair.A, afpacket.WithQueues(2), afpacket.WithFrames(1024)),
+		conform.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
+}
+
+func TestConformanceGSO(t *testing.T) {
+	pair := netns.New(t)
+	conform.Run(t, opener(pair.A, afpacket.WithGSO()),
+		conform.WithPeer(opener(pair.B, afpacket.WithGSO())))
+}
+
+func TestConformanceMultiBuffer(t *testing.T) {
+	pair := netns.New(t)
+	opts := []afpacket.Option{afpacket.WithMultiBuffer(), afpacket.WithGSO(), afpacket.WithFrameSize(1024), afpacket.WithFrames(1024)}
+	conform.Run(t, opener(pair.A, opts...), conform.WithPeer(opener(pair.B, opts...)))
+}
+
+func TestConformanceTimestamps(t *testing.T) {
+	pair := netns.New(t)
+	conform.RunTimestamps(t, opener(pair.A, afpacket.WithTxQueues(1), afpacket.WithRxQueues(1), afpacket.WithFrames(256)),
+		func(t *testing.T, d conform.Device) int {
+			peer := opener(pair.B, afpacket.WithRxQueues(0), afpacket.WithFrames(64))(t)
+			defer peer.Close()
+			tx := peer.TxQueue(0)
+			sent := 0
+			for try := 0; try < 100 && sent < 8; try++ {
+				n, err := tx.SendFunc(8-sent, func(i int, f []byte) int {
+					if len(f) < 64 {
+						return 0
+					}
+					for j := range 64 {
+						f[j] = 0
+					}
+					copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 0x09, 0x88, 0xb5})
+					f[14] = byte(sent + i)
+					return 64
+				})
+				if err != nil {
+					t.Fatalf("SendFunc: %v", err)
+				}
+				sent += n
+				tx.Complete(1 << 20)
+			}
+			return sent
+		})
+}

@@ -1,0 +1,217 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+)
+
+// Device is an opened interface: AF_PACKET sockets (one per queue index),
+// their receive rings and one frame region shared by every queue.
+type Device struct {
+	name    string
+	ifindex int
+	cfg     resolved
+	reg     *region
+	socks   []*sock
+	efds    []int
+	tx      []*TxQueue
+	rx      []*RxQueue
+	caps    packetio.Capabilities
+
+	closeMu sync.Mutex
+	closed  atomic.Bool
+}
+
+var _ packetio.Device = (*Device)(nil)
+
+// testHookSocket, when set by a test, runs after socket i is set up; an error
+// makes Open fail there, to prove the rollback.
+var testHookSocket func(i int) error
+
+// Open opens the interface named ifname with the given options (default: one
+// transmit and one receive queue, 4096 frames of 2048 bytes). It needs
+// CAP_NET_RAW and an interface that is up; it opens the interface in the
+// network namespace of the calling thread. Every failure wraps
+// packetio.ErrUnsupported and undoes what was set up.
+func Open(ifname string, opts ...Option) (d *Device, err error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	cfg, err := c.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("afpacket %s: %w", ifname, err)
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("afpacket %s: %w: "+format, append([]any{ifname, packetio.ErrUnsupported}, args...)...)
+	}
+	if ifname == "" || len(ifname) >= unix.IFNAMSIZ {
+		return nil, fail("bad interface name %q", ifname)
+	}
+	d = &Device{name: ifname, cfg: cfg}
+	dev := d // the named result is nil by the time the deferred cleanup runs
+	defer func() {
+		if err != nil {
+			dev.teardown()
+		}
+	}()
+
+	probe, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fail("socket(AF_PACKET) (needs CAP_NET_RAW): %w", err)
+	}
+	d.ifindex, err = interfaceIndex(probe, ifname)
+	_ = unix.Close(probe)
+	if err != nil {
+		return nil, fail("%w", err)
+	}
+
+	mem, err := mapRegion(cfg.frames * cfg.frameSize)
+	if err != nil {
+		return nil, fail("map the %d-byte frame region: %w", cfg.frames*cfg.frameSize, err)
+	}
+	d.reg = newRegion(mem, cfg.frameSize)
+
+	nsock := max(cfg.txQueues, cfg.rxQueues)
+	for i := range nsock {
+		s, err := openSocket(d.ifindex, cfg, i < cfg.rxQueues)
+		if err != nil {
+			return nil, fail("queue %d: %w", i, err)
+		}
+		d.socks = append(d.socks, s)
+		if testHookSocket != nil {
+			if err := testHookSocket(i); err != nil {
+				return nil, fail("queue %d: %w", i, err)
+			}
+		}
+	}
+	if cfg.rxQueues > 1 {
+		if err := joinFanout(d.socks[:cfg.rxQueues]); err != nil {
+			return nil, fail("%w", err)
+		}
+	}
+
+	// Transmit queues take the front of the region, receive queues the
+	// back: an address alone says which pool owns it.
+	for i := range cfg.txQueues {
+		p, err := pool.New(i*cfg.perQueue, cfg.perQueue, cfg.frameSize)
+		if err != nil {
+			return nil, fail("tx %d: %w", i, err)
+		}
+		d.tx = append(d.tx, newTxQueue(d, i, d.socks[i].fd, d.reg, p, cfg.gso, cfg.multiBuffer))
+	}
+	for i := range cfg.rxQueues {
+		p, err := pool.New((cfg.txQueues+i)*cfg.perQueue, cfg.perQueue, cfg.frameSize)
+		if err != nil {
+			return nil, fail("rx %d: %w", i, err)
+		}
+		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			return nil, fail("rx %d: eventfd: %w", i, err)
+		}
+		d.efds = append(d.efds, efd)
+		d.rx = append(d.rx, newRxQueue(d, i, d.socks[i], efd, d.reg, p, cfg.gso, cfg.multiBuffer))
+	}
+
+	d.caps = packetio.Capabilities{
+		Backend:           "afpacket",
+		KernelCoexistence: true,
+		MultiBuffer:       cfg.multiBuffer,
+		RSS:               cfg.rxQueues > 1,
+		Offload:           cfg.gso,
+		GatherTx:          cfg.txQueues > 0,
+		RxTimestamps:      cfg.rxQueues > 0,
+		BlockingPoll:      true,
+		SharedRegion:      true,
+		HandsBackFrames:   true,
+		MaxFrameSize:      cfg.frameSize - frameHeadroom,
+		MaxQueues:         MaxQueues,
+	}
+	return d, nil
+}
+
+// interfaceAlive reports whether the device's interface still exists with
+// its index, asked through fd so the answer comes from the socket's
+// namespace.
+func (d *Device) interfaceAlive(fd int) bool {
+	ifr, err := unix.NewIfreq(d.name)
+	if err != nil {
+		return false
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
+		return !errors.Is(err, unix.ENODEV)
+	}
+	return int(ifr.Uint32()) == d.ifindex
+}
+
+// Capabilities reports what the device does: a copy on receive, no
+// steering, kernel fanout as RSS with two or more receive queues, offload
+// only WithGSO.
+func (d *Device) Capabilities() packetio.Capabilities { return d.caps }
+
+// NumTxQueues is the number of transmit queues.
+func (d *Device) NumTxQueues() int { return len(d.tx) }
+
+// NumRxQueues is the number of receive queues.
+func (d *Device) NumRxQueues() int { return len(d.rx) }
+
+// TxQueue returns transmit queue i, or nil when i is out of range.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if i < 0 || i >= len(d.tx) {
+		return nil
+	}
+	return d.tx[i]
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if i < 0 || i >= len(d.rx) {
+		return nil
+	}
+	return d.rx[i]
+}
+
+// Close closes every queue (waking a goroutine blocked in Poll), the sockets
+// and the rings, and unmaps the region. It is idempotent. The Region and
+// every slice taken from it are invalid afterwards.
+func (d *Device) Close() error {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.teardown()
+	return nil
+}
+
+// teardown releases whatever Open got to, in reverse order.
+func (d *Device) teardown() {
+	for _, q := range d.rx {
+		_ = q.Close()
+	}
+	for _, q := range d.tx {
+		_ = q.Close()
+	}
+	for _, s := range d.socks {
+		s.close()
+	}
+	d.socks = nil
+	for _, fd := range d.efds {
+		_ = unix.Close(fd)
+	}
+	d.efds = nil
+	if d.reg != nil {
+		unmap(d.reg.mem)
+	}
+}

@@ -1,0 +1,81 @@
+// Package afpacket is the packetio backend on AF_PACKET sockets: it works on
+// any Linux interface, with no driver support, no XDP and no cgo, at the
+// price of one copy per packet each way.
+//
+// # What it needs
+//
+// Linux and CAP_NET_RAW (root in practice; WithFrames-sized memory plus an
+// 8 MiB receive ring per receive queue, locked when RLIMIT_MEMLOCK allows).
+// The interface must be up; Open refuses a down one instead of opening a
+// device that never sends or receives. Open works in the network namespace
+// of the calling thread.
+//
+// # How it works
+//
+// Each receive queue is a packet socket with a TPACKET_V3 ring mapped into
+// the process. The kernel packs arriving frames into a block and hands the
+// block over when it is full or 1 ms after its first packet; Receive copies
+// each packet into a frame of the queue's own pool and gives the block back
+// at once, so a received Desc obeys the loan rule exactly as on a zero-copy
+// backend, and nothing the kernel writes is trusted: every offset and length
+// in a block is checked against the block before it is used, and a block
+// that does not add up is skipped and counted (RxStats.Backend["malformed"]).
+// A VLAN tag the kernel stripped is put back, so the caller sees the frame
+// as it was on the wire. Two or more receive queues join one
+// PACKET_FANOUT_HASH group with rollover: each flow stays on one queue
+// (Capabilities().RSS).
+//
+// Transmit is batched sendmmsg(2) (up to 256 frames per system call) with
+// PACKET_QDISC_BYPASS. The kernel has copied a frame into an skb when the
+// call returns, but the frame still waits on a pending list until Complete or
+// Reclaim hands it back, so ownership, forwarding and NumInFlight work as on
+// every other backend. A full socket buffer or device queue (EAGAIN,
+// ENOBUFS) is back-pressure: a short count, counted in
+// TxStats.Backend["eagain"], never an error and never a retry loop.
+//
+// Receive queues are packetio.TimestampReceiver (the kernel's CLOCK_REALTIME
+// stamp of when the frame entered the ring; it can step with the clock) and
+// Poll sleeps in poll(2), woken by Close through an eventfd
+// (Capabilities().BlockingPoll). Transmit queues are
+// packetio.GatherTransmitter: TransmitGather sends straight from the
+// caller's memory, which is legal here because the kernel copies.
+//
+// With WithGSO every packet carries a virtio_net_hdr both ways
+// (PACKET_VNET_HDR): queues are packetio.OffloadReceiver and
+// packetio.OffloadTransmitter, a 64 KiB TCP super-frame crosses as one
+// packet, and the kernel segments and checksums on transmit. On receive a
+// partial checksum (OffloadNeedsCsum) of an unsegmented packet is finished in
+// software and the flag cleared; a segmented super-frame keeps its metadata
+// for the caller. Without WithGSO the offload calls return
+// packetio.ErrUnsupported.
+//
+// # What it costs
+//
+// A copy per packet in each direction, and a system call per batch on
+// transmit. The kernel does all its usual work on every frame: AF_PACKET is
+// a tap, not a bypass.
+//
+// # What it refuses
+//
+// There is no steering option at all. A packet socket receives a copy of what
+// the kernel receives; the kernel processes the original anyway, so a filter
+// could only choose which copies arrive, and calling that steering would
+// mislead. Select in the receive loop. There is no PACKET_TX_RING, no
+// hardware timestamp, and no fragment reassembly in the fanout (fragments of
+// one datagram may reach different queues).
+//
+// # Packets bigger than a frame
+//
+// Without WithMultiBuffer a received packet that does not fit one frame
+// (frame size less 64 bytes of headroom) is dropped and counted as oversize.
+// With it, such a packet arrives as a chain of descriptors, every one but
+// the last marked packetio.OptContinued, whole or not at all; a chain longer
+// than the caller's max can never be taken and is dropped and counted
+// (batch_too_small). Transmit takes chains the same way, as one packet per
+// chain. The Offload of a chain rides its first descriptor, and a partial
+// checksum on a chain is left for the caller to finish after reassembly.
+//
+// A packet is never delivered truncated: one the kernel clipped is dropped
+// and counted as oversize too. On a NIC with GRO, TCP arrives as super-frames
+// far beyond the MTU: open it WithGSO (or WithMultiBuffer), or turn GRO off.
+package afpacket

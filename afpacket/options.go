@@ -1,0 +1,183 @@
+package afpacket
+
+import (
+	"fmt"
+
+	"github.com/packetio/packetio"
+)
+
+// Limits and defaults. Every count and size below is what Open uses when the
+// matching option is not given; the zero Option list is a valid device.
+const (
+	// DefaultFrames is the number of region frames without WithFrames
+	// (shared evenly by every queue).
+	DefaultFrames = 4096
+	// DefaultFrameSize is the region frame size without WithFrameSize.
+	DefaultFrameSize = 2048
+	// DefaultGSOFrameSize is the region frame size with WithGSO and no
+	// WithFrameSize: a 64 KiB super-frame fits one frame.
+	DefaultGSOFrameSize = 65536
+	// DefaultGSOFrames is the frame count with WithGSO, a frame size of at
+	// least 64 KiB and no WithFrames.
+	DefaultGSOFrames = 256
+	// DefaultBlockSize is the TPACKET_V3 ring block size without
+	// WithBlockSize.
+	DefaultBlockSize = 1 << 16
+	// DefaultGSOBlockSize is the block size with WithGSO: a block must hold
+	// a 64 KiB packet with its headers.
+	DefaultGSOBlockSize = 1 << 17
+	// RingBytes is the memory of one receive ring (per receive queue); the
+	// block count is RingBytes / block size, at least minBlocks.
+	RingBytes = 8 << 20
+	// MaxQueues is the most queues either direction can have.
+	MaxQueues = 64
+
+	frameHeadroom  = 64      // bytes in front of every packet in a frame
+	minFrameSize   = 128     // 2*frameHeadroom: a Desc never lands on the next frame
+	maxFrameSize   = 1 << 16 // nothing bigger than a 64 KiB packet exists here
+	minQueueFrames = 8       // a queue with fewer frames cannot batch
+	maxRegionBytes = 512 << 20
+	minBlocks      = 8
+	maxBlockSize   = 1 << 22
+	pageSize       = 4096
+	socketBuffer   = 8 << 20
+)
+
+// Option changes how Open sets up a Device. Options are applied in order and
+// checked together afterwards, so their order does not matter.
+type Option func(*config)
+
+// config is what the options produce. Its zero value means "all defaults".
+type config struct {
+	txQueues, rxQueues      int
+	txSet, rxSet            bool
+	frames, frameSize       int
+	framesSet, frameSizeSet bool
+	blockSize               int
+	blockSizeSet            bool
+	gso                     bool
+	multiBuffer             bool
+}
+
+// WithQueues sets both the transmit and the receive queue count to n.
+func WithQueues(n int) Option {
+	return func(c *config) { c.txQueues, c.rxQueues, c.txSet, c.rxSet = n, n, true, true }
+}
+
+// WithTxQueues sets the transmit queue count (default 1). Zero makes a
+// receive-only device.
+func WithTxQueues(n int) Option { return func(c *config) { c.txQueues, c.txSet = n, true } }
+
+// WithRxQueues sets the receive queue count (default 1). Zero makes a
+// transmit-only device; two or more join one PACKET_FANOUT_HASH group, so
+// each flow lands on one queue (Capabilities().RSS).
+func WithRxQueues(n int) Option { return func(c *config) { c.rxQueues, c.rxSet = n, true } }
+
+// WithFrames sets the number of frames in the region (default 4096, or 256
+// with WithGSO). They are split evenly over all queues of both directions.
+func WithFrames(n int) Option { return func(c *config) { c.frames, c.framesSet = n, true } }
+
+// WithFrameSize sets the size of one region frame: a power of two from 128
+// to 65536 (default 2048, or 65536 with WithGSO). The largest packet a frame
+// carries is the size less 64 bytes of headroom.
+func WithFrameSize(n int) Option { return func(c *config) { c.frameSize, c.frameSizeSet = n, true } }
+
+// WithBlockSize sets the size of one TPACKET_V3 receive ring block: a power
+// of two from 4096 to 4 MiB (default 64 KiB, or 128 KiB with WithGSO). The
+// kernel hands a block over when it is full or 1 ms after its first packet,
+// so bigger blocks mean bigger receive batches under load.
+func WithBlockSize(n int) Option { return func(c *config) { c.blockSize, c.blockSizeSet = n, true } }
+
+// WithGSO turns on PACKET_VNET_HDR: every packet crosses the socket with a
+// virtio_net_hdr, so the queues satisfy packetio.OffloadReceiver and
+// packetio.OffloadTransmitter (a 64 KiB TCP super-frame is one packet, and the
+// kernel segments and checksums on transmit). Receive finishes partial
+// checksums in software. It makes the default frame size 64 KiB.
+func WithGSO() Option { return func(c *config) { c.gso = true } }
+
+// WithMultiBuffer lets a packet span several frames in both directions:
+// Receive delivers a packet bigger than one frame as a chain of descriptors,
+// every one but the last marked packetio.OptContinued (all or nothing), and
+// Transmit sends such a chain as one packet. Without it a received packet
+// that does not fit one frame is dropped and counted. With WithGSO it lets
+// frames stay smaller than 64 KiB. Capabilities().MultiBuffer reports it.
+func WithMultiBuffer() Option { return func(c *config) { c.multiBuffer = true } }
+
+// resolved is a checked configuration with every default filled in.
+type resolved struct {
+	txQueues, rxQueues int
+	frames, frameSize  int
+	perQueue           int // frames per queue
+	blockSize          int
+	blocks             int
+	gso                bool
+	multiBuffer        bool
+}
+
+// resolve fills in defaults and refuses what cannot work. The error wraps
+// packetio.ErrUnsupported and says which option is wrong.
+func (c config) resolve() (resolved, error) {
+	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer}
+	if c.txSet {
+		r.txQueues = c.txQueues
+	}
+	if c.rxSet {
+		r.rxQueues = c.rxQueues
+	}
+	if c.gso {
+		r.blockSize = DefaultGSOBlockSize
+		if !c.multiBuffer {
+			r.frameSize = DefaultGSOFrameSize
+		}
+	}
+	if c.frameSizeSet {
+		r.frameSize = c.frameSize
+	}
+	if c.gso && r.frameSize >= DefaultGSOFrameSize {
+		r.frames = DefaultGSOFrames
+	}
+	if c.framesSet {
+		r.frames = c.frames
+	}
+	if c.blockSizeSet {
+		r.blockSize = c.blockSize
+	}
+	bad := func(format string, args ...any) (resolved, error) {
+		return resolved{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrUnsupported}, args...)...)
+	}
+	switch {
+	case r.txQueues < 0 || r.rxQueues < 0:
+		return bad("negative queue count (tx %d, rx %d)", r.txQueues, r.rxQueues)
+	case r.txQueues == 0 && r.rxQueues == 0:
+		return bad("no queues: WithTxQueues and WithRxQueues are both 0")
+	case r.txQueues > MaxQueues || r.rxQueues > MaxQueues:
+		return bad("too many queues (tx %d, rx %d): at most %d each way", r.txQueues, r.rxQueues, MaxQueues)
+	case r.frameSize < minFrameSize || r.frameSize > maxFrameSize || r.frameSize&(r.frameSize-1) != 0:
+		return bad("frame size %d is not a power of two from %d to %d", r.frameSize, minFrameSize, maxFrameSize)
+	case c.gso && !c.multiBuffer && r.rxQueues > 0 && r.frameSize < DefaultGSOFrameSize:
+		return bad("WithGSO receives 64 KiB super-frames and needs WithFrameSize(65536) or WithMultiBuffer, not %d", r.frameSize)
+	case r.blockSize < pageSize || r.blockSize > maxBlockSize || r.blockSize&(r.blockSize-1) != 0:
+		return bad("block size %d is not a power of two from %d to %d", r.blockSize, pageSize, maxBlockSize)
+	case c.gso && r.blockSize < DefaultGSOBlockSize:
+		return bad("WithGSO needs a block of at least %d bytes to hold a 64 KiB packet, not %d", DefaultGSOBlockSize, r.blockSize)
+	case r.frames <= 0:
+		return bad("frame count %d", r.frames)
+	case int64(r.frames)*int64(r.frameSize) > maxRegionBytes:
+		return bad("%d frames of %d bytes exceed the %d MiB region limit", r.frames, r.frameSize, maxRegionBytes>>20)
+	}
+	r.perQueue = r.frames / (r.txQueues + r.rxQueues)
+	if r.perQueue < minQueueFrames {
+		return bad("%d frames over %d queues leave %d per queue; need at least %d (use WithFrames(%d))",
+			r.frames, r.txQueues+r.rxQueues, r.perQueue, minQueueFrames, minQueueFrames*(r.txQueues+r.rxQueues))
+	}
+	if c.gso && c.multiBuffer && r.rxQueues > 0 {
+		// A queue must be able to hold one whole 64 KiB packet.
+		need := (maxFrameSize + vlanLen + r.frameSize - frameHeadroom - 1) / (r.frameSize - frameHeadroom)
+		if r.perQueue < need {
+			return bad("WithGSO and WithMultiBuffer with %d-byte frames need %d frames per queue for one 64 KiB packet, have %d (use WithFrames(%d))",
+				r.frameSize, need, r.perQueue, need*(r.txQueues+r.rxQueues))
+		}
+	}
+	r.blocks = max(RingBytes/r.blockSize, minBlocks)
+	return r, nil
+}

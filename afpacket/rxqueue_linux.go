@@ -1,0 +1,426 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+)
+
+// RxQueue is a receive queue: a TPACKET_V3 ring the kernel fills, copied
+// packet by packet into this queue's region frames, so a received Desc
+// behaves exactly as on a zero-copy backend and a block goes back to the
+// kernel as soon as it is read. It implements packetio.TimestampReceiver and
+// packetio.OffloadReceiver.
+type RxQueue struct {
+	dev   *Device
+	index int
+	fd    int
+	efd   int // eventfd written by Close to wake a blocked Poll
+	ring  *ring
+	reg   *region
+	pool  *pool.Frames
+	vnet  bool
+	multi bool // WithMultiBuffer: spread a big packet over several frames
+	room  int  // bytes a frame holds past its headroom
+
+	closed atomic.Bool
+	failed atomic.Bool
+
+	// mu guards the ring mapping and the file descriptors against Close:
+	// Poll and Stats hold it shared (once per call, never per packet),
+	// Close exclusively, after it has woken any poller.
+	mu   sync.RWMutex
+	pfds [2]unix.PollFd
+	// linkErr is set once the socket reported an error (the link went
+	// down) and cleared when packets flow again. While it is set Poll
+	// sleeps at most linkCheck at a time and checks that the interface
+	// still exists: the kernel reports the link going down, but not the
+	// interface then disappearing. Owned by the polling goroutine.
+	linkErr bool
+
+	pkt   packet
+	addrs []uint64
+	descs []packetio.Desc
+	offs  []packetio.Offload
+	tss   []uint64
+
+	// Counters, added once per batch; read by Stats from any goroutine.
+	packets, bytes, batches, polls, poolEmpty atomic.Uint64
+	oversize, malformed, badCsum, zeroStamp   atomic.Uint64
+	batchTooSmall                             atomic.Uint64
+	kernPackets, kernDrops, kernFreeze        atomic.Uint64
+}
+
+var (
+	_ packetio.RxQueue           = (*RxQueue)(nil)
+	_ packetio.TimestampReceiver = (*RxQueue)(nil)
+	_ packetio.OffloadReceiver   = (*RxQueue)(nil)
+)
+
+func newRxQueue(dev *Device, index int, s *sock, efd int, reg *region, p *pool.Frames, vnet, multi bool) *RxQueue {
+	q := &RxQueue{dev: dev, index: index, fd: s.fd, efd: efd, ring: s.ring, reg: reg, pool: p, vnet: vnet, multi: multi,
+		room: reg.FrameSize() - frameHeadroom}
+	q.addrs = make([]uint64, 0, p.Cap())
+	q.descs = make([]packetio.Desc, 0, p.Cap())
+	q.offs = make([]packetio.Offload, 0, p.Cap())
+	q.tss = make([]uint64, 0, p.Cap())
+	q.pfds = [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(efd), Events: unix.POLLIN}}
+	return q
+}
+
+func (q *RxQueue) errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("afpacket %s rx %d: %w: "+format, append([]any{q.dev.name, q.index, sentinel}, args...)...)
+}
+
+// Region is the device's frame region.
+func (q *RxQueue) Region() packetio.Region { return q.reg }
+
+// Fill posts nothing (the kernel owns the ring and copies into it); it
+// returns how many of n frames the pool holds to receive into.
+func (q *RxQueue) Fill(n int) int {
+	if q.closed.Load() || n <= 0 {
+		return 0
+	}
+	f := min(n, q.pool.Len())
+	if f == 0 {
+		q.poolEmpty.Add(1)
+	}
+	return f
+}
+
+// Poll waits up to timeout for a packet and returns how many are ready (a
+// lower bound). It sleeps in poll(2) on the socket and an eventfd that Close
+// writes, so Close wakes it with ErrClosed; a negative timeout waits until a
+// packet comes or the queue closes.
+func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "poll")
+	}
+	q.polls.Add(1)
+	if n := q.ring.ready(); n > 0 || timeout == 0 {
+		return n, nil
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		ms := -1
+		if timeout > 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return 0, nil
+			}
+			ms = int((left + time.Millisecond - 1) / time.Millisecond)
+		}
+		if q.linkErr && (ms < 0 || ms > linkCheckMs) {
+			ms = linkCheckMs
+		}
+		_, err := unix.Poll(q.pfds[:], ms)
+		if err != nil && err != unix.EINTR {
+			return 0, q.errorf(packetio.ErrQueueFailed, "poll: %v", err)
+		}
+		if q.closed.Load() || q.pfds[1].Revents != 0 {
+			return 0, q.errorf(packetio.ErrClosed, "closed while polling")
+		}
+		if re := q.pfds[0].Revents; re&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 || q.linkErr {
+			q.linkErr = true
+			if err := q.checkSocket(); err != nil {
+				return 0, err
+			}
+		}
+		if n := q.ring.ready(); n > 0 {
+			q.linkErr = false
+			return n, nil
+		}
+		// A wakeup with nothing in the ring (a cleared socket error)
+		// sleeps again rather than returning 0 early.
+	}
+}
+
+// linkCheckMs bounds one poll(2) sleep after a socket error, so a deleted
+// interface is noticed.
+const linkCheckMs = 200
+
+// checkSocket reads and clears a pending socket error (ENETDOWN when the
+// link went down) and fails the queue for good if the interface is gone:
+// the socket would never receive again.
+func (q *RxQueue) checkSocket() error {
+	_, _ = unix.GetsockoptInt(q.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if !q.dev.interfaceAlive(q.fd) {
+		q.failed.Store(true)
+		return q.errorf(packetio.ErrQueueFailed, "interface gone")
+	}
+	return nil
+}
+
+// Receive returns up to max packets, each copied into a frame of this
+// queue's pool. The slice is reused by the next receive call.
+func (q *RxQueue) Receive(max int) []packetio.Desc {
+	n := q.receive(max, false, false)
+	return q.descs[:n]
+}
+
+// ReceiveTimestamps is Receive plus each packet's kernel receive time in
+// nanoseconds (CLOCK_REALTIME when the frame entered the ring; it can step).
+// A stamp is never zero: a packet without one is dropped and counted.
+func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
+	n := q.receive(max, true, false)
+	return q.descs[:n], q.tss[:n]
+}
+
+// ReceiveOffload is Receive plus each packet's virtio_net_hdr (WithGSO).
+// Partial checksums of unsegmented packets are already finished (and
+// OffloadNeedsCsum cleared); a segmented super-frame keeps its metadata for
+// the caller. Without WithGSO it returns nil, nil.
+func (q *RxQueue) ReceiveOffload(max int) ([]packetio.Desc, []packetio.Offload) {
+	if !q.vnet {
+		return nil, nil
+	}
+	n := q.receive(max, false, true)
+	return q.descs[:n], q.offs[:n]
+}
+
+// receive walks the ring into region frames. It stops at max, at an empty
+// ring or at an empty pool (the packet stays in the ring for the next call).
+func (q *RxQueue) receive(max int, wantStamps, wantOffs bool) int {
+	q.descs, q.offs, q.tss = q.descs[:0], q.offs[:0], q.tss[:0]
+	if q.closed.Load() || max <= 0 {
+		return 0
+	}
+	max = min(max, cap(q.descs))
+	p := &q.pkt
+	var bytes uint64
+	var oversize, malformed, badCsum, zeroStamp, tooSmall uint64
+	n := 0
+loop:
+	for n < max {
+		switch q.ring.peek(p) {
+		case peekEmpty:
+			break loop
+		case peekCorrupt:
+			malformed++
+			q.ring.retire()
+			continue
+		}
+		fl := p.frameLen()
+		if uint32(len(p.data)) < p.wireLen {
+			oversize++ // clipped by the kernel: never deliver part of a packet
+			q.ring.advance()
+			continue
+		}
+		if wantStamps && p.sec == 0 && p.nsec == 0 {
+			zeroStamp++
+			q.ring.advance()
+			continue
+		}
+		if fl > q.room {
+			if !q.multi {
+				oversize++ // does not fit a frame
+				q.ring.advance()
+				continue
+			}
+			k := (fl + q.room - 1) / q.room
+			if k > max {
+				oversize++ // this caller can never take it
+				tooSmall++
+				q.ring.advance()
+				continue
+			}
+			if n+k > max {
+				break loop // next call
+			}
+			if q.pool.Len() < k {
+				if n == 0 {
+					q.poolEmpty.Add(1)
+				}
+				break loop
+			}
+			q.spread(p, fl, k, wantStamps, wantOffs)
+			bytes += uint64(fl)
+			n += k
+			q.ring.advance()
+			continue
+		}
+		q.addrs = q.pool.Pop(1, q.addrs[:0])
+		if len(q.addrs) == 0 {
+			if n == 0 {
+				q.poolEmpty.Add(1)
+			}
+			break loop
+		}
+		addr := q.addrs[0] + frameHeadroom
+		dst := q.reg.mem[addr : addr+uint64(fl)]
+		l, tagged := p.copyOut(dst)
+		if q.vnet {
+			o := rxOffload(p.vnet, tagged)
+			if o.Flags&packetio.OffloadNeedsCsum != 0 && !o.Segmented() {
+				if completeL4(dst[:l], int(o.CsumStart), int(o.CsumOff)) {
+					o.Flags &^= packetio.OffloadNeedsCsum
+				} else {
+					badCsum++
+				}
+			}
+			if wantOffs {
+				q.offs = append(q.offs, o)
+			}
+		}
+		if wantStamps {
+			q.tss = append(q.tss, uint64(p.sec)*1e9+uint64(p.nsec))
+		}
+		q.descs = append(q.descs, packetio.Desc{Addr: addr, Len: uint32(l)})
+		bytes += uint64(l)
+		n++
+		q.ring.advance()
+	}
+	if n > 0 {
+		q.packets.Add(uint64(n))
+		q.bytes.Add(bytes)
+		q.batches.Add(1)
+	}
+	if oversize|malformed|badCsum|zeroStamp|tooSmall != 0 {
+		q.batchTooSmall.Add(tooSmall)
+		q.oversize.Add(oversize)
+		q.malformed.Add(malformed)
+		q.badCsum.Add(badCsum)
+		q.zeroStamp.Add(zeroStamp)
+	}
+	return n
+}
+
+// spread copies a packet of fl bytes over k frames of the pool as a chain:
+// every descriptor but the last carries OptContinued. The Offload rides the
+// first descriptor (its partial checksum, if any, is left for the caller to
+// finish after reassembly) and the others carry zero; every descriptor
+// carries the packet's stamp.
+func (q *RxQueue) spread(p *packet, fl, k int, wantStamps, wantOffs bool) {
+	q.addrs = q.pool.Pop(k, q.addrs[:0])
+	var o packetio.Offload
+	if q.vnet && wantOffs {
+		o = rxOffload(p.vnet, p.vlanTagged() && len(p.data) >= macsLen)
+	}
+	stamp := uint64(p.sec)*1e9 + uint64(p.nsec)
+	off := 0
+	for j, a := range q.addrs {
+		addr := a + frameHeadroom
+		l := min(q.room, fl-off)
+		p.copyAt(q.reg.mem[addr:addr+uint64(l)], off)
+		off += l
+		d := packetio.Desc{Addr: addr, Len: uint32(l)}
+		if j < k-1 {
+			d.Options = packetio.OptContinued
+		}
+		q.descs = append(q.descs, d)
+		if wantOffs {
+			q.offs = append(q.offs, o)
+			o = packetio.Offload{}
+		}
+		if wantStamps {
+			q.tss = append(q.tss, stamp)
+		}
+	}
+}
+
+// Err is nil while the queue is healthy, wraps ErrQueueFailed once the
+// interface has gone, and wraps ErrClosed after Close.
+func (q *RxQueue) Err() error {
+	if q.closed.Load() {
+		return q.errorf(packetio.ErrClosed, "queue closed")
+	}
+	if q.failed.Load() {
+		return q.errorf(packetio.ErrQueueFailed, "interface gone")
+	}
+	return nil
+}
+
+// Recycle returns received frames to the pool. Foreign frames are refused
+// and counted (pool_rejected).
+func (q *RxQueue) Recycle(descs []packetio.Desc) {
+	for _, d := range descs {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+}
+
+// NumFreeFillSlots is how many frames Fill could offer: the pool's size.
+func (q *RxQueue) NumFreeFillSlots() int { return q.pool.Len() }
+
+// NumReceived is how many packets are ready in the ring (a lower bound: the
+// current block only).
+func (q *RxQueue) NumReceived() int {
+	if q.closed.Load() {
+		return 0
+	}
+	return q.ring.ready()
+}
+
+// NumFreeFrames is how many frames the pool holds.
+func (q *RxQueue) NumFreeFrames() int { return q.pool.Len() }
+
+// readKernelStats adds the kernel's PACKET_STATISTICS (which reset on every
+// read) into the queue's counters. Called with mu held.
+func (q *RxQueue) readKernelStats() {
+	var buf [unix.SizeofTpacketStatsV3]byte
+	if getsockoptBytes(q.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS, buf[:]) != nil {
+		return
+	}
+	q.kernPackets.Add(uint64(binary.NativeEndian.Uint32(buf[0:])))
+	q.kernDrops.Add(uint64(binary.NativeEndian.Uint32(buf[4:])))
+	q.kernFreeze.Add(uint64(binary.NativeEndian.Uint32(buf[8:])))
+}
+
+// Stats returns the queue's counters, with the kernel's drop count. Safe from
+// any goroutine.
+func (q *RxQueue) Stats() (packetio.RxStats, error) {
+	q.mu.RLock()
+	if !q.closed.Load() {
+		q.readKernelStats()
+	}
+	q.mu.RUnlock()
+	oversize, malformed, badCsum, zeroStamp := q.oversize.Load(), q.malformed.Load(), q.badCsum.Load(), q.zeroStamp.Load()
+	return packetio.RxStats{
+		Packets:   q.packets.Load(),
+		Bytes:     q.bytes.Load(),
+		Batches:   q.batches.Load(),
+		Polls:     q.polls.Load(),
+		PoolEmpty: q.poolEmpty.Load(),
+		Errors:    oversize + malformed + badCsum + zeroStamp,
+		Dropped:   q.kernDrops.Load(),
+		Backend: map[string]uint64{
+			"oversize":        oversize,
+			"batch_too_small": q.batchTooSmall.Load(),
+			"malformed":       malformed,
+			"bad_checksum":    badCsum,
+			"zero_timestamp":  zeroStamp,
+			"pool_rejected":   q.pool.Rejected(),
+			"kernel_packets":  q.kernPackets.Load(),
+			"freeze_q_count":  q.kernFreeze.Load(),
+		},
+	}, nil
+}
+
+// Close stops the queue, wakes a goroutine blocked in Poll, takes the last
+// kernel statistics and unmaps the ring. It is idempotent. The socket
+// belongs to the Device, which closes it afterwards.
+func (q *RxQueue) Close() error {
+	if q.closed.Swap(true) {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(q.efd, one[:])
+	q.mu.Lock() // waits for a woken poller to leave
+	defer q.mu.Unlock()
+	q.readKernelStats()
+	return nil
+}

@@ -1,0 +1,611 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+)
+
+const (
+	// txBatch is the most messages one sendmmsg call carries.
+	txBatch = 256
+	// maxPending is how many sent frames wait for Complete or Reclaim: the
+	// part a ring size plays elsewhere. A power of two.
+	maxPending = 4096
+	// maxStalls bounds retries of a sendmmsg that made no progress and
+	// reported no back-pressure (EINTR, or a zero return).
+	maxStalls = 16
+	// maxGatherSegs is the most segments one gathered packet may have
+	// (UIO_MAXIOV, less the virtio header's iovec).
+	maxGatherSegs = 1023
+	// gatherIovs is the iovec scratch TransmitGather fills per sendmmsg.
+	gatherIovs = 4096
+)
+
+// sendmmsgFn is sendmmsg, replaced by tests that need the kernel to say
+// EAGAIN, EINTR or worse on cue. Called once per batch.
+var sendmmsgFn = sendmmsg
+
+// TxQueue is a transmit queue: batched sendmmsg(2) on a packet socket with
+// PACKET_QDISC_BYPASS. The kernel has copied a frame when sendmmsg returns,
+// but the frame still waits on a pending list until Complete or Reclaim hands
+// it back, so the ownership rules and NumInFlight are the same as on a
+// zero-copy backend. It implements packetio.OffloadTransmitter and
+// packetio.GatherTransmitter.
+type TxQueue struct {
+	dev   *Device
+	index int
+	fd    int
+	reg   *region
+	pool  *pool.Frames
+	vnet  bool
+	multi bool // WithMultiBuffer: OptContinued chains are one packet
+	niov  int  // iovecs per message: 1, or 2 with the virtio header
+
+	closed atomic.Bool
+	failed atomic.Bool
+
+	addrs []uint64        // Alloc scratch
+	descs []packetio.Desc // Alloc result
+	pend  []packetio.Desc // pending ring, maxPending entries
+	head  int             // oldest pending
+	count int             // pending entries
+
+	msgs []unix.Mmsghdr
+	iovs []unix.Iovec    // niov per message
+	hdrs [][vnetLen]byte // one virtio header per message
+	giov []unix.Iovec    // TransmitGather scratch
+	glen [txBatch]int    // TransmitGather packet lengths
+	mfr  [txBatch]int    // chained Transmit: frames per message
+
+	// Counters, added once per batch; read by Stats from any goroutine.
+	packets, bytes, completed, batches atomic.Uint64
+	ringFull, poolEmpty                atomic.Uint64
+	dropped, rejected, eagain, eintr   atomic.Uint64
+	lastErrno                          atomic.Uint64
+}
+
+var (
+	_ packetio.TxQueue            = (*TxQueue)(nil)
+	_ packetio.OffloadTransmitter = (*TxQueue)(nil)
+	_ packetio.GatherTransmitter  = (*TxQueue)(nil)
+)
+
+func newTxQueue(dev *Device, index, fd int, reg *region, p *pool.Frames, vnet, multi bool) *TxQueue {
+	q := &TxQueue{dev: dev, index: index, fd: fd, reg: reg, pool: p, vnet: vnet, multi: multi, niov: 1}
+	if vnet {
+		q.niov = 2
+	}
+	q.addrs = make([]uint64, 0, p.Cap())
+	q.descs = make([]packetio.Desc, 0, p.Cap())
+	q.pend = make([]packetio.Desc, maxPending)
+	q.msgs = make([]unix.Mmsghdr, txBatch)
+	q.iovs = make([]unix.Iovec, txBatch*q.niov)
+	q.hdrs = make([][vnetLen]byte, txBatch)
+	q.giov = make([]unix.Iovec, gatherIovs)
+	for i := range q.msgs {
+		q.msgs[i].Hdr.Iov = &q.iovs[i*q.niov]
+		q.msgs[i].Hdr.SetIovlen(q.niov)
+		if vnet {
+			q.iovs[i*2].Base = &q.hdrs[i][0]
+			q.iovs[i*2].SetLen(vnetLen)
+		}
+	}
+	return q
+}
+
+func (q *TxQueue) errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("afpacket %s tx %d: %w: "+format, append([]any{q.dev.name, q.index, sentinel}, args...)...)
+}
+
+// Region is the device's frame region.
+func (q *TxQueue) Region() packetio.Region { return q.reg }
+
+// Alloc takes up to n frames from this queue's pool, never more than the
+// pending list can take, and returns them 64 bytes into their frames with Len
+// 0. The slice is reused by the next Alloc.
+func (q *TxQueue) Alloc(n int) []packetio.Desc {
+	if q.closed.Load() {
+		return nil
+	}
+	n = min(n, maxPending-q.count, q.pool.Len())
+	q.descs = q.descs[:0]
+	if n <= 0 {
+		if q.pool.Len() == 0 {
+			q.poolEmpty.Add(1)
+		}
+		return q.descs
+	}
+	q.addrs = q.pool.Pop(n, q.addrs[:0])
+	for _, a := range q.addrs {
+		q.descs = append(q.descs, packetio.Desc{Addr: a + frameHeadroom})
+	}
+	return q.descs
+}
+
+// Transmit sends the longest valid prefix of descs and returns its length.
+// The frames wait for Complete or Reclaim.
+func (q *TxQueue) Transmit(descs []packetio.Desc) int {
+	n, _ := q.transmit(descs, nil)
+	return n
+}
+
+// TransmitOffload is Transmit with a virtio_net_hdr per frame (WithGSO).
+// Without WithGSO it returns ErrUnsupported; a mismatched offs, a descriptor
+// outside its frame or an Offload that does not fit its packet ends the
+// prefix with ErrBadLength. Back-pressure is a short count and a nil error.
+func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "transmit")
+	}
+	if !q.vnet {
+		return 0, q.errorf(packetio.ErrUnsupported, "TransmitOffload needs a device opened WithGSO")
+	}
+	if len(offs) != len(descs) {
+		return 0, q.errorf(packetio.ErrBadLength, "%d offloads for %d descriptors", len(offs), len(descs))
+	}
+	return q.transmit(descs, offs)
+}
+
+// transmit validates and sends descs in chunks of txBatch; offs is nil or one
+// Offload per descriptor. It stops at the first bad descriptor (error), at
+// back-pressure or at a full pending list (short count, nil error).
+func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "transmit")
+	}
+	if q.failed.Load() {
+		return 0, q.Err()
+	}
+	if q.multi {
+		return q.transmitChains(descs, offs)
+	}
+	limit := min(len(descs), maxPending-q.count)
+	if limit == 0 {
+		if len(descs) > 0 {
+			q.ringFull.Add(1)
+		}
+		return 0, nil
+	}
+	var err error
+	total := 0
+	var bytes uint64
+	batches := uint64(0)
+	for total < limit && err == nil {
+		chunk := min(limit-total, txBatch)
+		k := 0
+		for ; k < chunk; k++ {
+			d := descs[total+k]
+			if !q.reg.descOK(d) {
+				err = q.errorf(packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", total+k, d.Addr, d.Len)
+				break
+			}
+			iov := &q.iovs[k*q.niov+q.niov-1]
+			iov.Base = &q.reg.mem[d.Addr]
+			iov.SetLen(int(d.Len))
+			if q.vnet {
+				var o packetio.Offload
+				if offs != nil {
+					o = offs[total+k]
+					if e := checkOffload(o, int(d.Len)); e != nil {
+						err = q.errorf(packetio.ErrBadLength, "descriptor %d: %v", total+k, e)
+						break
+					}
+				}
+				o.Marshal(q.hdrs[k][:])
+			}
+			msg := &q.msgs[k].Hdr
+			msg.Iov = &q.iovs[k*q.niov]
+			msg.SetIovlen(q.niov)
+		}
+		sent, calls := q.sendAll(k)
+		batches += calls
+		for i := range sent {
+			d := descs[total+i]
+			bytes += uint64(d.Len)
+			q.pend[(q.head+q.count)&(maxPending-1)] = d
+			q.count++
+		}
+		total += sent
+		if sent < k {
+			break
+		}
+	}
+	if err != nil {
+		q.rejected.Add(1)
+	}
+	if total == 0 && err == nil {
+		q.ringFull.Add(1)
+	}
+	q.batches.Add(batches)
+	q.bytes.Add(bytes)
+	q.packets.Add(uint64(total)) // after the pending list grew: Completed never passes it
+	return total, err
+}
+
+// transmitChains is transmit with WithMultiBuffer: a run of descriptors
+// marked OptContinued, ended by one without the mark, is one packet, sent as
+// one message with an iovec per frame. The accepted prefix is a prefix of
+// whole packets. An Offload rides a packet's first descriptor, the others
+// must carry zero, and it is checked against the whole packet.
+func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
+	var err error
+	total := 0 // descriptors accepted
+	var bytes, batches uint64
+	full := false
+	for total < len(descs) && err == nil && !full {
+		k, used, at := 0, 0, total // messages, iovecs, next descriptor
+		for k < txBatch && at < len(descs) {
+			// Find the packet: descs[at:end].
+			end := at
+			for end < len(descs) && descs[end].Options&packetio.OptContinued != 0 {
+				end++
+			}
+			if end == len(descs) {
+				err = q.errorf(packetio.ErrBadLength, "descriptor %d: chain runs off the end of the batch", at)
+				break
+			}
+			end++
+			frames := end - at
+			if frames > maxGatherSegs {
+				err = q.errorf(packetio.ErrBadLength, "descriptor %d: chain of %d frames, at most %d", at, frames, maxGatherSegs)
+				break
+			}
+			if frames > maxPending-q.count-(at-total) {
+				full = true // the pending list cannot take the packet
+				break
+			}
+			need := frames
+			if q.vnet {
+				need++
+			}
+			if need > len(q.giov)-used {
+				break // next sendmmsg
+			}
+			plen := 0
+			for i := at; i < end; i++ {
+				if !q.reg.descOK(descs[i]) {
+					err = q.errorf(packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", i, descs[i].Addr, descs[i].Len)
+					break
+				}
+				if offs != nil && i > at && offs[i] != (packetio.Offload{}) {
+					err = q.errorf(packetio.ErrBadLength, "descriptor %d: offload on a continuation frame", i)
+					break
+				}
+				plen += int(descs[i].Len)
+			}
+			if err != nil {
+				break
+			}
+			start := used
+			if q.vnet {
+				var o packetio.Offload
+				if offs != nil {
+					o = offs[at]
+					if e := checkOffload(o, plen); e != nil {
+						err = q.errorf(packetio.ErrBadLength, "descriptor %d: %v", at, e)
+						break
+					}
+				}
+				o.Marshal(q.hdrs[k][:])
+				q.giov[used].Base = &q.hdrs[k][0]
+				q.giov[used].SetLen(vnetLen)
+				used++
+			}
+			for i := at; i < end; i++ {
+				q.giov[used].Base = &q.reg.mem[descs[i].Addr]
+				q.giov[used].SetLen(int(descs[i].Len))
+				used++
+			}
+			msg := &q.msgs[k].Hdr
+			msg.Iov = &q.giov[start]
+			msg.SetIovlen(used - start)
+			q.mfr[k] = frames
+			k++
+			at = end
+		}
+		sent, calls := q.sendAll(k)
+		batches += calls
+		clear(q.giov[:used])
+		for _, f := range q.mfr[:sent] {
+			for range f {
+				d := descs[total]
+				bytes += uint64(d.Len)
+				q.pend[(q.head+q.count)&(maxPending-1)] = d
+				q.count++
+				total++
+			}
+		}
+		if sent < k || k == 0 {
+			break
+		}
+	}
+	if err != nil {
+		q.rejected.Add(1)
+	}
+	if total == 0 && err == nil && len(descs) > 0 {
+		q.ringFull.Add(1)
+	}
+	q.batches.Add(batches)
+	q.bytes.Add(bytes)
+	q.packets.Add(uint64(total))
+	return total, err
+}
+
+// sendAll sends msgs[:n] and returns how many the kernel took and how many
+// calls it made. EAGAIN and ENOBUFS are back-pressure: it stops there and the
+// rest stays the caller's. EINTR is retried a bounded number of times. Any
+// other error refuses the message at the head outright: it is counted as
+// lost, treated as sent (the kernel will never take it) and skipped, so one
+// bad frame cannot wedge the queue. A vanished interface fails the queue.
+func (q *TxQueue) sendAll(n int) (int, uint64) {
+	sent, stalls := 0, 0
+	var calls uint64
+	for sent < n {
+		k, errno := sendmmsgFn(q.fd, q.msgs[sent:n])
+		calls++
+		if k > 0 {
+			sent += k
+			stalls = 0
+			continue
+		}
+		switch errno {
+		case unix.EAGAIN, unix.ENOBUFS:
+			q.eagain.Add(1)
+			return sent, calls
+		case 0, unix.EINTR:
+			q.eintr.Add(1)
+			if stalls++; stalls > maxStalls {
+				return sent, calls
+			}
+		case unix.ENODEV, unix.ENXIO, unix.EBADF, unix.ENOTSOCK:
+			q.lastErrno.Store(uint64(errno))
+			q.failed.Store(true)
+			return sent, calls
+		default:
+			q.lastErrno.Store(uint64(errno))
+			q.dropped.Add(1)
+			sent++
+		}
+	}
+	return sent, calls
+}
+
+// TransmitGather sends len(counts) packets straight from the caller's
+// memory: segs holds every packet's pieces back to back, counts[i] how many
+// belong to packet i, offs nil or one Offload per packet (WithGSO only). It
+// returns how many packets the kernel took, a prefix of whole packets; the
+// memory is the caller's again on return. Nothing touches the pool or the
+// pending list.
+func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Offload) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "transmit gather")
+	}
+	if len(counts) == 0 {
+		return 0, nil
+	}
+	if offs != nil && len(offs) != len(counts) {
+		return 0, q.errorf(packetio.ErrBadLength, "%d offloads for %d packets", len(offs), len(counts))
+	}
+	if offs != nil && !q.vnet {
+		return 0, q.errorf(packetio.ErrUnsupported, "gather offloads need a device opened WithGSO")
+	}
+	if q.failed.Load() {
+		return 0, q.Err()
+	}
+	var err error
+	total, seg := 0, 0
+	var bytes, batches uint64
+	for total < len(counts) && err == nil {
+		k, used := 0, 0
+		for k < txBatch && total+k < len(counts) {
+			c := counts[total+k]
+			if c <= 0 || c > len(segs)-seg {
+				err = q.errorf(packetio.ErrBadLength, "packet %d: count %d with %d segments left", total+k, c, len(segs)-seg)
+				break
+			}
+			if c > maxGatherSegs {
+				err = q.errorf(packetio.ErrBadLength, "packet %d: %d segments, at most %d", total+k, c, maxGatherSegs)
+				break
+			}
+			need := c
+			if q.vnet {
+				need++
+			}
+			if need > len(q.giov)-used {
+				break // next sendmmsg
+			}
+			plen := 0
+			for _, s := range segs[seg : seg+c] {
+				if len(s) == 0 {
+					err = q.errorf(packetio.ErrBadLength, "packet %d: empty segment", total+k)
+					break
+				}
+				plen += len(s)
+			}
+			if err != nil {
+				break
+			}
+			start := used
+			if q.vnet {
+				var o packetio.Offload
+				if offs != nil {
+					o = offs[total+k]
+					if e := checkOffload(o, plen); e != nil {
+						err = q.errorf(packetio.ErrBadLength, "packet %d: %v", total+k, e)
+						break
+					}
+				}
+				o.Marshal(q.hdrs[k][:])
+				q.giov[used].Base = &q.hdrs[k][0]
+				q.giov[used].SetLen(vnetLen)
+				used++
+			}
+			for _, s := range segs[seg : seg+c] {
+				q.giov[used].Base = &s[0]
+				q.giov[used].SetLen(len(s))
+				used++
+			}
+			msg := &q.msgs[k].Hdr
+			msg.Iov = &q.giov[start]
+			msg.SetIovlen(used - start)
+			seg += c
+			q.glen[k] = plen
+			k++
+		}
+		sent, calls := q.sendAll(k)
+		batches += calls
+		// Do not keep the caller's memory reachable from the queue.
+		clear(q.giov[:used])
+		for _, l := range q.glen[:sent] {
+			bytes += uint64(l)
+		}
+		total += sent
+		if sent < k {
+			break
+		}
+	}
+	if err != nil {
+		q.rejected.Add(1)
+	}
+	q.batches.Add(batches)
+	q.bytes.Add(bytes)
+	q.packets.Add(uint64(total))
+	q.completed.Add(uint64(total)) // nothing waits to be handed back
+	return total, err
+}
+
+// Err is nil while the queue is healthy, wraps ErrQueueFailed once the
+// interface has gone, and wraps ErrClosed after Close.
+func (q *TxQueue) Err() error {
+	if q.closed.Load() {
+		return q.errorf(packetio.ErrClosed, "queue closed")
+	}
+	if q.failed.Load() {
+		return q.errorf(packetio.ErrQueueFailed, "interface gone (%v)", unix.Errno(q.lastErrno.Load()))
+	}
+	return nil
+}
+
+// Complete returns up to max sent frames, oldest first, to this queue's pool
+// and reports how many left the pending list. Frames from a receive queue are
+// refused by this pool (and counted): forwarders use Reclaim.
+func (q *TxQueue) Complete(max int) int {
+	n := min(max, q.count)
+	if n <= 0 {
+		return 0
+	}
+	for range n {
+		d := q.pend[q.head]
+		q.pool.Push(q.pool.Base(d.Addr))
+		q.head = (q.head + 1) & (maxPending - 1)
+	}
+	q.count -= n
+	q.completed.Add(uint64(n))
+	return n
+}
+
+// Reclaim hands up to max sent frames, oldest first, back to the caller,
+// appended to out.
+func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
+	n := min(max, q.count)
+	if n <= 0 {
+		return out
+	}
+	for range n {
+		out = append(out, q.pend[q.head])
+		q.head = (q.head + 1) & (maxPending - 1)
+	}
+	q.count -= n
+	q.completed.Add(uint64(n))
+	return out
+}
+
+// Free returns frames to the pool without sending them. Foreign, unaligned
+// or surplus frames are refused and counted (pool_rejected).
+func (q *TxQueue) Free(descs []packetio.Desc) {
+	for _, d := range descs {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+}
+
+// NumCompleted is how many frames Complete would return now: every pending
+// one, since the kernel is done with a frame when sendmmsg returns.
+func (q *TxQueue) NumCompleted() int { return q.count }
+
+// NumInFlight is how many sent frames have not been handed back.
+func (q *TxQueue) NumInFlight() int { return q.count }
+
+// NumFreeSlots is how many more frames Transmit takes now.
+func (q *TxQueue) NumFreeSlots() int {
+	if q.closed.Load() {
+		return 0
+	}
+	return maxPending - q.count
+}
+
+// NumFreeFrames is how many frames the pool holds.
+func (q *TxQueue) NumFreeFrames() int { return q.pool.Len() }
+
+// SendFunc is the transmit cycle in one call: Complete, Alloc(count), build
+// each frame, Transmit. build returning 0 ends the batch; below 0 or beyond
+// the frame abandons it (every frame back to the pool, 0 and ErrBadLength).
+func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "send")
+	}
+	q.Complete(count + q.count)
+	descs := q.Alloc(count)
+	built := 0
+	for i := range descs {
+		f := q.reg.Writable(descs[i])
+		n := build(i, f)
+		if n == 0 {
+			break
+		}
+		if n < 0 || n > len(f) {
+			q.Free(descs)
+			return 0, q.errorf(packetio.ErrBadLength, "build returned %d for frame %d of %d bytes", n, i, len(f))
+		}
+		descs[i].Len = uint32(n)
+		built++
+	}
+	q.Free(descs[built:])
+	sent, _ := q.transmit(descs[:built], nil)
+	q.Free(descs[sent:built])
+	return sent, nil
+}
+
+// Stats returns the queue's counters. Safe from any goroutine.
+func (q *TxQueue) Stats() (packetio.TxStats, error) {
+	dropped, rejected := q.dropped.Load(), q.rejected.Load()
+	return packetio.TxStats{
+		Packets:   q.packets.Load(),
+		Bytes:     q.bytes.Load(),
+		Completed: q.completed.Load(),
+		Batches:   q.batches.Load(),
+		RingFull:  q.ringFull.Load(),
+		PoolEmpty: q.poolEmpty.Load(),
+		Errors:    dropped + rejected,
+		Backend: map[string]uint64{
+			"rejected_descs": rejected,
+			"pool_rejected":  q.pool.Rejected(),
+			"eagain":         q.eagain.Load(),
+			"eintr":          q.eintr.Load(),
+			"dropped":        dropped,
+			"last_errno":     q.lastErrno.Load(),
+		},
+	}, nil
+}
+
+// Close stops the queue; it is idempotent. The socket belongs to the Device.
+func (q *TxQueue) Close() error {
+	q.closed.Store(true)
+	return nil
+}
