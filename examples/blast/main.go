@@ -1,0 +1,232 @@
+// Command blast is a packet generator: one worker per transmit queue builds
+// UDP frames straight into the device's frames and sends them as fast as the
+// device takes them, or at -pps. Every -report it prints the rate and what it
+// costs the whole machine (CPU including soft interrupts).
+//
+//	sudo go run ./examples/blast -duration 5s
+//	sudo go run ./examples/blast -i veth0 -queues 2 -flows 64 -pps 100000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/examples/internal/metrics"
+	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/affinity"
+)
+
+type options struct {
+	backend, iface string
+	size, flows    int
+	queues, batch  int
+	pps            float64
+	duration       time.Duration
+	report         time.Duration
+	cpus           string
+	dstMAC         string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.backend, "backend", "afpacket", "backend: "+fmt.Sprint(backend.Names()))
+	flag.StringVar(&o.iface, "i", "", "interface (default: a veth pair in throwaway namespaces, needs root)")
+	flag.IntVar(&o.size, "size", 60, "frame size in bytes, without the 4-byte FCS")
+	flag.IntVar(&o.flows, "flows", 1, "distinct UDP source ports, one flow each")
+	flag.IntVar(&o.queues, "queues", 1, "transmit queues, one worker each")
+	flag.IntVar(&o.batch, "batch", 256, "frames per SendFunc call")
+	flag.Float64Var(&o.pps, "pps", 0, "rate limit in packets per second over all queues (0: as fast as possible)")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long to send")
+	flag.DurationVar(&o.report, "report", time.Second, "interval between report lines")
+	flag.StringVar(&o.cpus, "cpus", "", "CPUs to pin workers to, e.g. 0,1 (default: left to the scheduler)")
+	flag.StringVar(&o.dstMAC, "dst-mac", "ff:ff:ff:ff:ff:ff", "destination MAC")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: blast [flags]\n\nSends UDP frames as fast as the device takes them (or at -pps) and reports the\nrate and the machine's CPU. Ctrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "blast:", err)
+		os.Exit(2)
+	}
+	ctx, stop := testbed.Interrupted()
+	defer stop()
+	if _, err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "blast:", err)
+		os.Exit(1)
+	}
+}
+
+func (o options) check() error {
+	switch {
+	case o.queues < 1 || o.queues > 64:
+		return fmt.Errorf("-queues %d: 1 to 64", o.queues)
+	case o.flows < 1 || o.flows > 65535:
+		return fmt.Errorf("-flows %d: 1 to 65535", o.flows)
+	case o.batch < 1 || o.batch > 4096:
+		return fmt.Errorf("-batch %d: 1 to 4096", o.batch)
+	case o.pps < 0:
+		return fmt.Errorf("-pps %v is negative", o.pps)
+	case o.duration <= 0 || o.report <= 0:
+		return fmt.Errorf("-duration and -report must be positive")
+	}
+	if _, err := net.ParseMAC(o.dstMAC); err != nil {
+		return err
+	}
+	return nil
+}
+
+// result is what a run did, for the caller and the tests.
+type result struct {
+	packets uint64
+	errors  uint64
+}
+
+func run(ctx context.Context, o options, w io.Writer) (result, error) {
+	bed, err := testbed.Setup(o.iface, w)
+	if err != nil {
+		return result{}, err
+	}
+	defer bed.Close()
+	d, err := bed.Open(func(name string) (packetio.Device, error) {
+		return backend.Open(o.backend, name, backend.Config{TxQueues: o.queues, RxQueues: 0})
+	})
+	if err != nil {
+		return result{}, err
+	}
+	var place *affinity.Placement
+	if o.cpus != "" {
+		var cpus []int
+		for _, f := range splitList(o.cpus) {
+			var c int
+			if _, err := fmt.Sscan(f, &c); err != nil {
+				return result{}, fmt.Errorf("-cpus %q: %v", o.cpus, err)
+			}
+			cpus = append(cpus, c)
+		}
+		if place, err = affinity.New(bed.Name, cpus); err != nil {
+			return result{}, err
+		}
+	}
+	dst, _ := net.ParseMAC(o.dstMAC)
+	spec := frame.Spec{SrcMAC: net.HardwareAddr{0x02, 0x70, 0x69, 0x6f, 0, 1}, DstMAC: dst,
+		SrcIP: netip.MustParseAddr("10.99.0.1"), DstIP: netip.MustParseAddr("10.99.0.2"), SrcPort: 1024, DstPort: 9, Size: o.size}
+	if err := spec.Check(); err != nil {
+		return result{}, err
+	}
+	fmt.Fprintf(w, "%s on %s: %d queue(s), %d-byte frames (%d on the wire with FCS), %d flow(s), batch %d, workers %s\n",
+		o.backend, bed.Name, d.NumTxQueues(), spec.Len(), spec.Len()+frame.FCS, o.flows, o.batch, place)
+
+	ctx, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	var total atomic.Uint64
+	errs := make(chan error, d.NumTxQueues())
+	var wg sync.WaitGroup
+	for q := 0; q < d.NumTxQueues(); q++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := place.Pin(); err != nil {
+				errs <- err
+				return
+			}
+			errs <- worker(ctx, d.TxQueue(q), spec, q, o, &total)
+		}()
+	}
+	rep, err := metrics.NewReporter(w)
+	if err != nil {
+		return result{}, err
+	}
+	tick := time.NewTicker(o.report)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			rep.Line(total.Load(), "")
+		}
+	}
+	wg.Wait()
+	close(errs)
+	var res result
+	for q := 0; q < d.NumTxQueues(); q++ {
+		s, _ := d.TxQueue(q).Stats()
+		res.packets += s.Packets
+		res.errors += s.Errors
+	}
+	fmt.Fprintf(w, "total: %d packets, %d errors\n", res.packets, res.errors)
+	for err := range errs {
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// worker drives one queue until ctx ends. Flows differ in source port,
+// patched into each frame after it is built.
+func worker(ctx context.Context, tx packetio.TxQueue, spec frame.Spec, q int, o options, total *atomic.Uint64) error {
+	perQueue := o.pps / float64(o.queues)
+	start := time.Now()
+	var sent uint64
+	flow := 0
+	l4 := spec.HeaderLen() - 8 // UDP header
+	build := func(i int, f []byte) int {
+		n := frame.Build(f, spec)
+		port := uint16(1024 + (flow+i)%o.flows)
+		f[l4], f[l4+1] = byte(port>>8), byte(port)
+		return n
+	}
+	for ctx.Err() == nil {
+		batch := o.batch
+		if perQueue > 0 {
+			due := uint64(time.Since(start).Seconds() * perQueue)
+			if due <= sent {
+				time.Sleep(time.Duration(float64(time.Second) / perQueue))
+				continue
+			}
+			batch = min(batch, int(due-sent))
+		}
+		n, err := tx.SendFunc(batch, build)
+		if err != nil {
+			return fmt.Errorf("queue %d: %w", q, err)
+		}
+		if n == 0 {
+			if err := tx.Err(); err != nil {
+				return fmt.Errorf("queue %d: %w", q, err)
+			}
+			time.Sleep(50 * time.Microsecond) // back-pressure: let the device drain
+		}
+		flow += n
+		sent += uint64(n)
+		total.Add(uint64(n))
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+// Command drop runs the receive cycle (Fill, Poll, Receive, Recycle) and
+// reports what it costs: packets per second, packets per receive call, and
+// the whole machine's CPU including soft interrupts, where AF_PACKET and
+// AF_XDP do their kernel half. With no -i it makes its own veth pair and
+// feeds it from the other end.
+//
+//	sudo go run ./examples/drop -duration 5s
+//	sudo go run ./examples/drop -i veth0 -queues 2
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/examples/internal/metrics"
+	"github.com/packetio/packetio/examples/internal/testbed"
+)
+
+type options struct {
+	backend, iface string
+	queues, batch  int
+	duration       time.Duration
+	report         time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.backend, "backend", "afpacket", "backend: "+fmt.Sprint(backend.Names()))
+	flag.StringVar(&o.iface, "i", "", "interface (default: a veth pair in throwaway namespaces, fed from its other end; needs root)")
+	flag.IntVar(&o.queues, "queues", 1, "receive queues, one worker each")
+	flag.IntVar(&o.batch, "batch", 64, "most packets per Receive call")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long to receive")
+	flag.DurationVar(&o.report, "report", time.Second, "interval between report lines")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: drop [flags]\n\nReceives and discards every packet, and reports the rate, the receive batch\nsize and the machine's CPU. Ctrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if o.queues < 1 || o.queues > 64 || o.batch < 1 || o.batch > 4096 || o.duration <= 0 || o.report <= 0 {
+		fmt.Fprintln(os.Stderr, "drop: -queues 1-64, -batch 1-4096, positive -duration and -report")
+		os.Exit(2)
+	}
+	ctx, stop := testbed.Interrupted()
+	defer stop()
+	if _, err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "drop:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	packets, batches, dropped uint64
+}
+
+func run(ctx context.Context, o options, w io.Writer) (result, error) {
+	bed, err := testbed.Setup(o.iface, w)
+	if err != nil {
+		return result{}, err
+	}
+	defer bed.Close()
+	d, err := bed.Open(func(name string) (packetio.Device, error) {
+		return backend.Open(o.backend, name, backend.Config{TxQueues: 1, RxQueues: o.queues})
+	})
+	if err != nil {
+		return result{}, err
+	}
+	taking := packetio.SteeringFilter{}.String()
+	if o.backend == "afpacket" {
+		taking = "a copy of every packet the interface sees"
+	}
+	fmt.Fprintf(w, "%s on %s: %d receive queue(s), batch %d, taking %s\n", o.backend, bed.Name, d.NumRxQueues(), o.batch, taking)
+
+	ctx, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	if bed.Own() {
+		feeder, err := bed.OpenPeer(func(name string) (packetio.Device, error) {
+			return backend.Open("afpacket", name, backend.Config{TxQueues: 1, RxQueues: 0})
+		})
+		if err != nil {
+			return result{}, err
+		}
+		fmt.Fprintf(w, "feeding it from %s with 60-byte UDP frames, 64 flows\n", bed.Peer)
+		wg.Add(1)
+		go func() { defer wg.Done(); feed(ctx, feeder.TxQueue(0)) }()
+	}
+	var total atomic.Uint64
+	errs := make(chan error, d.NumRxQueues())
+	for q := 0; q < d.NumRxQueues(); q++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- receive(ctx, d.RxQueue(q), o.batch, &total) }()
+	}
+	rep, err := metrics.NewReporter(w)
+	if err != nil {
+		return result{}, err
+	}
+	tick := time.NewTicker(o.report)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			rep.Line(total.Load(), "")
+		}
+	}
+	wg.Wait()
+	close(errs)
+	var res result
+	for q := 0; q < d.NumRxQueues(); q++ {
+		s, _ := d.RxQueue(q).Stats()
+		res.packets += s.Packets
+		res.batches += s.Batches
+		res.dropped += s.Dropped
+	}
+	per := 0.0
+	if res.batches > 0 {
+		per = float64(res.packets) / float64(res.batches)
+	}
+	fmt.Fprintf(w, "total: %d packets in %d receive calls (%.1f per call), %d dropped by the kernel or NIC\n", res.packets, res.batches, per, res.dropped)
+	for err := range errs {
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// receive is the receive cycle for one queue.
+func receive(ctx context.Context, rx packetio.RxQueue, batch int, total *atomic.Uint64) error {
+	rx.Fill(rx.NumFreeFillSlots())
+	for ctx.Err() == nil {
+		if _, err := rx.Poll(100 * time.Millisecond); err != nil {
+			return err
+		}
+		descs := rx.Receive(batch)
+		rx.Recycle(descs)
+		rx.Fill(rx.NumFreeFillSlots())
+		total.Add(uint64(len(descs)))
+	}
+	return nil
+}
+
+// feed sends 60-byte frames on 64 flows until ctx ends.
+func feed(ctx context.Context, tx packetio.TxQueue) {
+	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 2}, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		SrcIP: netip.MustParseAddr("10.99.0.2"), DstIP: netip.MustParseAddr("10.99.0.1"), SrcPort: 1024, DstPort: 9, Size: 60}
+	l4 := spec.HeaderLen() - 8
+	flow := 0
+	build := func(i int, f []byte) int {
+		n := frame.Build(f, spec)
+		f[l4+1] = byte(flow + i)
+		f[l4] = byte((flow+i)%64 + 4)
+		return n
+	}
+	for ctx.Err() == nil {
+		n, err := tx.SendFunc(256, build)
+		if err != nil {
+			return
+		}
+		flow += n
+		if n == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}

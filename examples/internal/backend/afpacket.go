@@ -1,0 +1,30 @@
+//go:build linux
+
+package backend
+
+import (
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afpacket"
+)
+
+func init() {
+	Register("afpacket", func(name string, c Config) (packetio.Device, error) {
+		if len(c.Steering.Match) > 0 || c.Steering.Promiscuous {
+			return nil, errNoSteering("afpacket")
+		}
+		var opts []afpacket.Option
+		if c.TxQueues > 0 {
+			opts = append(opts, afpacket.WithTxQueues(c.TxQueues))
+		}
+		if c.RxQueues > 0 {
+			opts = append(opts, afpacket.WithRxQueues(c.RxQueues))
+		}
+		if c.Frames > 0 {
+			opts = append(opts, afpacket.WithFrames(c.Frames))
+		}
+		if c.FrameSize > 0 {
+			opts = append(opts, afpacket.WithFrameSize(c.FrameSize))
+		}
+		return afpacket.Open(name, opts...)
+	})
+}

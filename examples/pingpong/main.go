@@ -1,0 +1,229 @@
+// Command pingpong times round trips of single frames, and uses the device's
+// receive timestamps to say how much of each trip was this host's own
+// receive path: from the moment the reply was stamped on arrival to the
+// moment the program saw it. One end measures; the other reflects frames
+// back in place (Receive, swap addresses, Transmit, Reclaim, Recycle). With
+// no -i it makes its own veth pair and runs the reflector on the far end.
+//
+//	sudo go run ./examples/pingpong -n 2000
+//	sudo go run ./examples/pingpong -i veth0 -mode reflect      # on one host
+//	sudo go run ./examples/pingpong -i veth1 -mode measure      # on the other
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/examples/internal/testbed"
+)
+
+func main() {
+	b := flag.String("backend", "afpacket", "backend: "+fmt.Sprint(backend.Names()))
+	iface := flag.String("i", "", "interface (default: a veth pair in throwaway namespaces with the reflector on its far end; needs root)")
+	mode := flag.String("mode", "measure", "measure or reflect")
+	n := flag.Int("n", 10000, "round trips to time")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: pingpong [flags]\n\nTimes round trips of one frame at a time. Exit status: 0 on success, 1 on\nfailure (also if a reply never came), 2 for bad flags.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if (*mode != "measure" && *mode != "reflect") || *n < 1 || (*mode == "reflect" && *iface == "") {
+		fmt.Fprintln(os.Stderr, "pingpong: -mode measure|reflect (reflect needs -i), -n at least 1")
+		os.Exit(2)
+	}
+	ctx, stop := testbed.Interrupted()
+	defer stop()
+	var err error
+	if *mode == "reflect" {
+		err = reflectOn(ctx, *b, *iface, os.Stdout)
+	} else {
+		_, err = measure(ctx, *b, *iface, *n, os.Stdout)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "pingpong:", err)
+		os.Exit(1)
+	}
+}
+
+func open(b string) func(string) (packetio.Device, error) {
+	return func(name string) (packetio.Device, error) {
+		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1})
+	}
+}
+
+func reflectOn(ctx context.Context, b, iface string, w io.Writer) error {
+	bed, err := testbed.Setup(iface, w)
+	if err != nil {
+		return err
+	}
+	defer bed.Close()
+	d, err := bed.Open(open(b))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "reflecting; ^C to stop")
+	n, err := reflect(ctx, d)
+	fmt.Fprintf(w, "reflected %d frames\n", n)
+	return err
+}
+
+// reflect sends every pingpong frame back where it came from, rewritten in
+// the frame it arrived in, until ctx ends.
+func reflect(ctx context.Context, d packetio.Device) (int, error) {
+	rx, tx := d.RxQueue(0), d.TxQueue(0)
+	rx.Fill(rx.NumFreeFillSlots())
+	back := make([]packetio.Desc, 0, 256)
+	keep := make([]packetio.Desc, 0, 256)
+	total := 0
+	for ctx.Err() == nil {
+		if _, err := rx.Poll(50 * time.Millisecond); err != nil {
+			return total, err
+		}
+		keep = keep[:0]
+		for _, desc := range rx.Receive(64) {
+			f := rx.Region().Frame(desc)
+			if swap(f) {
+				keep = append(keep, desc)
+			} else {
+				rx.Recycle([]packetio.Desc{desc})
+			}
+		}
+		sent := tx.Transmit(keep)
+		rx.Recycle(keep[sent:])
+		total += sent
+		back = tx.Reclaim(1<<20, back[:0])
+		rx.Recycle(back)
+		rx.Fill(rx.NumFreeFillSlots())
+	}
+	return total, nil
+}
+
+// swap turns a pingpong frame around: MACs, IPs and ports exchanged. It
+// reports false for any other frame.
+func swap(f []byte) bool {
+	in, ok := frame.Parse(f)
+	if !ok || in.DstPort != port || in.SrcPort != port || !in.SrcIP.Is4() {
+		return false
+	}
+	var mac [6]byte
+	copy(mac[:], f[0:6])
+	copy(f[0:6], f[6:12])
+	copy(f[6:12], mac[:])
+	ip := f[in.L3:]
+	var a [4]byte
+	copy(a[:], ip[12:16])
+	copy(ip[12:16], ip[16:20])
+	copy(ip[16:20], a[:]) // the header checksum does not change
+	return true
+}
+
+const port = 7777
+
+// trips is the result of a measurement.
+type trips struct {
+	rtt, rxPath []time.Duration
+}
+
+func measure(ctx context.Context, b, iface string, n int, w io.Writer) (trips, error) {
+	bed, err := testbed.Setup(iface, w)
+	if err != nil {
+		return trips{}, err
+	}
+	defer bed.Close()
+	d, err := bed.Open(open(b))
+	if err != nil {
+		return trips{}, err
+	}
+	if bed.Own() {
+		peer, err := bed.OpenPeer(open("afpacket"))
+		if err != nil {
+			return trips{}, err
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); reflect(rctx, peer) }()
+		defer func() { cancel(); <-done }()
+		fmt.Fprintf(w, "reflector running on %s\n", bed.Peer)
+	}
+	rx, tx := d.RxQueue(0), d.TxQueue(0)
+	stamper, stamps := rx.(packetio.TimestampReceiver)
+	stamps = stamps && d.Capabilities().RxTimestamps
+	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 1}, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		SrcIP: netip.MustParseAddr("10.99.0.1"), DstIP: netip.MustParseAddr("10.99.0.2"), SrcPort: port, DstPort: port, Size: 60}
+	seqOff := spec.HeaderLen()
+	rx.Fill(rx.NumFreeFillSlots())
+	fmt.Fprintf(w, "timing %d round trips of %d bytes on %s\n", n, spec.Len(), bed.Name)
+	var res trips
+	for seq := uint32(0); int(seq) < n && ctx.Err() == nil; seq++ {
+		start := time.Now()
+		if sent, err := tx.SendFunc(1, func(i int, f []byte) int {
+			l := frame.Build(f, spec)
+			binary.BigEndian.PutUint32(f[seqOff:], seq)
+			return l
+		}); err != nil || sent != 1 {
+			return res, fmt.Errorf("send %d: %d sent, %v", seq, sent, err)
+		}
+		tx.Complete(1 << 20)
+		got := false
+		for deadline := start.Add(time.Second); !got && time.Now().Before(deadline); {
+			if _, err := rx.Poll(time.Until(deadline)); err != nil {
+				return res, err
+			}
+			var descs []packetio.Desc
+			var ts []uint64
+			if stamps {
+				descs, ts = stamper.ReceiveTimestamps(64)
+			} else {
+				descs = rx.Receive(64)
+			}
+			seen := time.Now()
+			for i, desc := range descs {
+				f := rx.Region().Frame(desc)
+				in, ok := frame.Parse(f)
+				if !ok || in.SrcIP != spec.DstIP || len(f) < seqOff+4 || binary.BigEndian.Uint32(f[seqOff:]) != seq {
+					continue
+				}
+				got = true
+				res.rtt = append(res.rtt, seen.Sub(start))
+				if stamps {
+					res.rxPath = append(res.rxPath, seen.Sub(time.Unix(0, int64(ts[i]))))
+				}
+			}
+			rx.Recycle(descs)
+			rx.Fill(rx.NumFreeFillSlots())
+		}
+		if !got {
+			return res, fmt.Errorf("no reply to frame %d within a second", seq)
+		}
+	}
+	report(w, res)
+	return res, ctx.Err()
+}
+
+func report(w io.Writer, r trips) {
+	if len(r.rtt) == 0 {
+		return
+	}
+	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+	q := func(s []time.Duration, p float64) time.Duration { return s[min(len(s)-1, int(float64(len(s))*p))] }
+	slices.Sort(r.rtt)
+	fmt.Fprintf(w, "%d round trips, microseconds: median %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
+		len(r.rtt), us(q(r.rtt, 0.5)), us(q(r.rtt, 0.99)), us(q(r.rtt, 0.999)), us(r.rtt[len(r.rtt)-1]))
+	if len(r.rxPath) > 0 {
+		slices.Sort(r.rxPath)
+		fmt.Fprintf(w, "this host's receive path (arrival stamp to the program seeing it): median %.1f us, %.0f%% of the median round trip\n",
+			us(q(r.rxPath, 0.5)), 100*float64(q(r.rxPath, 0.5))/float64(q(r.rtt, 0.5)))
+	}
+}
