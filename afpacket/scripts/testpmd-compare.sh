@@ -22,6 +22,7 @@ PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 	sleep 0.5
+	rm -rf /var/run/dpdk/pio"$ID"* # EAL makes its runtime folder even with --no-shconf
 	ip netns del "$NA" 2>/dev/null || true
 	ip netns del "$NB" 2>/dev/null || true
 	ip link del "$VA" 2>/dev/null || true

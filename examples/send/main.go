@@ -104,7 +104,9 @@ func run(o options, spec frame.Spec) error {
 	}
 	var rx packetio.RxQueue
 	if bed.Own() {
-		peer, err := bed.OpenPeer(open)
+		peer, err := bed.OpenPeer(func(name string) (packetio.Device, error) {
+			return backend.Open("afpacket", name, backend.Config{TxQueues: 1, RxQueues: 1})
+		})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,463 @@
+//go:build dpdk && linux && amd64 && cgo
+
+package dpdk
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/dpdk/internal/eal"
+	"github.com/packetio/packetio/dpdk/internal/flow"
+	"github.com/packetio/packetio/dpdk/internal/queue"
+)
+
+// Compile-time checks of the contract.
+var (
+	_ packetio.Device             = (*Device)(nil)
+	_ packetio.TxQueue            = (*TxQueue)(nil)
+	_ packetio.RxQueue            = (*RxQueue)(nil)
+	_ packetio.OffloadTransmitter = (*TxQueue)(nil)
+)
+
+// ctlMu serialises DPDK control calls: ethdev's control functions are not
+// safe to call concurrently.
+var (
+	ctlMu     sync.Mutex
+	openPorts = map[uint16]bool{}
+	regionSeq int
+)
+
+// Info describes an open device.
+type Info struct {
+	// Name is the device as given to Open, Port its DPDK port id.
+	Name string
+	Port uint16
+	// Driver is the PMD's name, e.g. "net_af_packet".
+	Driver string
+	// IfIndex is the kernel interface behind the port, or 0 when the
+	// port owns the device outright.
+	IfIndex uint32
+	// MAC is the port's address.
+	MAC [6]byte
+	// FrameSize and MaxPacket are the frame and the largest packet one
+	// frame carries.
+	FrameSize, MaxPacket int
+	// EALArgs are the arguments the process's EAL was started with.
+	EALArgs []string
+	// Steering describes the installed filter.
+	Steering string
+}
+
+// Device is an open DPDK port.
+type Device struct {
+	info    Info
+	port    uint16
+	ns      netns.NsHandle
+	region  *eal.Region
+	pools   []*eal.Mempool
+	txs     []*TxQueue
+	rxs     []*RxQueue
+	caps    packetio.Capabilities
+	closed  atomic.Bool
+	mu      sync.Mutex // Close
+	owned   bool       // the port is ours to close and remove
+	started bool
+}
+
+// Open opens the DPDK device name (a PCI address or a vdev spec such as
+// "net_af_packet0,iface=veth0") and starts it. The EAL is started at the
+// first Open in the process.
+func Open(name string, opts ...Option) (*Device, error) {
+	c := defaults()
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("dpdk %s: %w", name, err)
+	}
+	if name == "" || strings.ContainsRune(name, 0) {
+		return nil, fmt.Errorf("dpdk: device name %q: %w", name, packetio.ErrUnsupported)
+	}
+	driver := eal.DriverOf(name)
+	if !eal.IsPCI(name) && driver == "" {
+		return nil, fmt.Errorf("dpdk: %q is neither a PCI address nor a net_ virtual device", name)
+	}
+	if c.frameSize == 0 {
+		c.frameSize = DefaultFrameSize
+		if driver == "net_af_packet" {
+			c.frameSize = 4096 // its 2048-byte ring frames need 2016 bytes of data room
+		}
+	}
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := eal.Init(eal.Args{NoHuge: c.noHuge, Memory: c.memory, FilePrefix: c.filePrefix, LogLevel: c.logLevel, Extra: c.ealArgs}); err != nil {
+		return nil, fmt.Errorf("dpdk: starting the EAL: %w", err)
+	}
+	ns, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("dpdk %s: reading this thread's network namespace: %w", name, err)
+	}
+	d := &Device{ns: ns}
+	ctlMu.Lock()
+	defer ctlMu.Unlock()
+	if err := d.open(name, driver, &c); err != nil {
+		if terr := d.teardown(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("undoing the open: %w", terr))
+		}
+		return nil, fmt.Errorf("dpdk %s: %w", name, err)
+	}
+	return d, nil
+}
+
+func (d *Device) open(name, driver string, c *config) error {
+	devName := eal.DeviceName(name)
+	port, found := eal.FindPort(devName)
+	if found && openPorts[port] {
+		return errors.New("already open in this process")
+	}
+	if !found {
+		p, err := eal.Probe(name, devName)
+		if err != nil {
+			return fmt.Errorf("opening: %w", err)
+		}
+		port = p
+	}
+	d.port, d.owned = port, true
+	openPorts[port] = true
+	in, err := eal.PortInfo(port)
+	if err != nil {
+		return err
+	}
+	d.info = Info{Name: name, Port: port, Driver: in.Driver, IfIndex: in.IfIndex, MAC: in.MAC, FrameSize: c.frameSize, EALArgs: eal.Started()}
+	if c.txQueues > in.MaxTxQueues || c.rxQueues > in.MaxRxQueues {
+		return fmt.Errorf("%d tx and %d rx queues asked, the port has %d and %d: %w", c.txQueues, c.rxQueues, in.MaxTxQueues, in.MaxRxQueues, packetio.ErrUnsupported)
+	}
+	txDepth, rxDepth := c.txDepth, c.rxDepth
+	if in.TxDescMax > 0 {
+		txDepth = min(txDepth, in.TxDescMax)
+	}
+	if in.RxDescMax > 0 {
+		rxDepth = min(rxDepth, in.RxDescMax)
+	}
+	headroom := queue.DataStart
+	if in.Driver == "net_af_xdp" {
+		headroom += 256 // XDP_PACKET_HEADROOM: af_xdp's packets start further in
+	}
+	d.info.MaxPacket = c.frameSize - headroom
+	if d.info.MaxPacket < 64 {
+		return fmt.Errorf("frame size %d leaves %d bytes for a packet", c.frameSize, d.info.MaxPacket)
+	}
+
+	// Steering: compile first, isolate before configure, install after
+	// start.
+	var flows []flow.Flow
+	promisc := c.promiscuous
+	d.info.Steering = "every packet the port delivers"
+	if f := c.steering; f != nil {
+		if f.Promiscuous {
+			promisc = true
+		}
+		if len(f.Match) > 0 {
+			queues := make([]uint16, c.rxQueues)
+			for i := range queues {
+				queues[i] = uint16(i)
+			}
+			var mac *[6]byte
+			if in.IfIndex != 0 {
+				mac = &in.MAC
+			}
+			if flows, err = flow.BuildFilter(*f, queues, mac); err != nil {
+				return err
+			}
+			if in.IfIndex != 0 {
+				if err := flow.Isolate(eal.FlowEngine{Port: port}); err != nil {
+					return err
+				}
+			}
+		}
+		d.info.Steering = f.String()
+	}
+
+	want := eal.Offloads(0)
+	if c.checksums {
+		want |= eal.RxChecksum | eal.TxChecksum
+	}
+	if c.tso {
+		want |= eal.TxTSO
+	}
+	kept, err := eal.Configure(port, c.rxQueues, c.txQueues, want)
+	if err != nil {
+		return err
+	}
+	if c.tso && kept&eal.TxTSO == 0 {
+		return fmt.Errorf("driver %s did not keep TCP segmentation offload: %w", in.Driver, packetio.ErrUnsupported)
+	}
+
+	// The region: every transmit queue's frames, then every receive
+	// queue's, each slice a whole number of pages.
+	txFrames := c.framesFor(txDepth, 0)
+	rxAtLeast := 0
+	if in.Driver == "net_af_xdp" {
+		rxAtLeast = 4096
+	}
+	rxFrames := c.framesFor(rxDepth, rxAtLeast)
+	total := c.txQueues*txFrames + c.rxQueues*rxFrames
+	regionSeq++
+	if d.region, err = eal.ReserveRegion(fmt.Sprintf("pio_region_%d_%d", port, regionSeq), total*c.frameSize, max(c.frameSize, 4096), in.Socket); err != nil {
+		return err
+	}
+	name0 := fmt.Sprintf("%s tx", name)
+	first := 0
+	for i := 0; i < c.txQueues; i++ {
+		mp, err := d.mempool(fmt.Sprintf("piot%d_%d_%d", port, regionSeq, i), first, txFrames, c.frameSize, in.Socket)
+		if err != nil {
+			return err
+		}
+		if err := eal.TxQueueSetup(port, i, txDepth, in.Socket); err != nil {
+			return err
+		}
+		pmd := &eal.Queue{Port: port, Index: uint16(i)}
+		q, err := queue.NewTx(queue.Config{
+			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
+			FirstFrame: first, Frames: txFrames, Depth: txDepth, Returned: mp.Returned,
+			TxChecksums: kept&eal.TxChecksum != 0, TSO: kept&eal.TxTSO != 0, PMD: pmd,
+			Name: fmt.Sprintf("%s %d", name0, i),
+		})
+		if err != nil {
+			return err
+		}
+		d.txs = append(d.txs, &TxQueue{d: d, q: q, mp: mp, pmd: pmd})
+		first += txFrames
+	}
+	for i := 0; i < c.rxQueues; i++ {
+		mp, err := d.mempool(fmt.Sprintf("pior%d_%d_%d", port, regionSeq, i), first, rxFrames, c.frameSize, in.Socket)
+		if err != nil {
+			return err
+		}
+		pmd := &eal.Queue{Port: port, Index: uint16(i)}
+		q, err := queue.NewRx(queue.Config{
+			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
+			FirstFrame: first, Frames: rxFrames, Depth: rxDepth, Supply: mp.Supply, Returned: mp.Returned,
+			RxChecksums: kept&eal.RxChecksum != 0, PMD: pmd,
+			Name: fmt.Sprintf("%s rx %d", name, i),
+		})
+		if err != nil {
+			return err
+		}
+		// The driver may take a whole ring's worth (af_xdp: its fill
+		// ring) at setup, so the supply is full before it.
+		q.Fill(rxFrames)
+		if err := eal.RxQueueSetup(port, i, rxDepth, in.Socket, mp); err != nil {
+			return err
+		}
+		d.rxs = append(d.rxs, &RxQueue{d: d, q: q, mp: mp, pmd: pmd})
+		first += rxFrames
+	}
+	if promisc {
+		if err := eal.Promiscuous(port, true); err != nil {
+			return fmt.Errorf("promiscuous mode: %w", err)
+		}
+	}
+	if err := eal.Start(port); err != nil {
+		return err
+	}
+	d.started = true
+	if len(flows) > 0 {
+		if err := flow.Install(eal.FlowEngine{Port: port}, flows); err != nil {
+			return err
+		}
+	}
+	maxQ := min(MaxQueues, in.MaxRxQueues, in.MaxTxQueues)
+	d.caps = packetio.Capabilities{
+		Backend:           "dpdk",
+		ZeroCopy:          !strings.HasPrefix(in.Driver, "net_"),
+		KernelCoexistence: in.IfIndex != 0,
+		RSS:               c.rxQueues > 1,
+		TxChecksumOffload: kept&eal.TxChecksum != 0,
+		RxChecksumFlags:   kept&eal.RxChecksum != 0,
+		SharedRegion:      true,
+		HandsBackFrames:   true,
+		MaxFrameSize:      d.info.MaxPacket,
+		MaxQueues:         max(maxQ, c.txQueues, c.rxQueues),
+	}
+	return nil
+}
+
+func (d *Device) mempool(name string, first, n, frameSize, socket int) (*eal.Mempool, error) {
+	ring := 1
+	for ring < n {
+		ring <<= 1
+	}
+	mp, err := eal.NewMempool(name, d.region, first*frameSize, n, frameSize, ring, socket)
+	if err != nil {
+		return nil, err
+	}
+	d.pools = append(d.pools, mp)
+	return mp, nil
+}
+
+// teardown releases whatever open got to, in reverse: port, mempools,
+// region. Called with ctlMu held.
+func (d *Device) teardown() error {
+	var errs []error
+	if d.started {
+		if err := eal.Stop(d.port); err != nil {
+			errs = append(errs, err)
+		}
+		d.started = false
+	}
+	if d.owned {
+		if err := eal.CloseRemove(d.port); err != nil {
+			errs = append(errs, err)
+		}
+		delete(openPorts, d.port)
+		d.owned = false
+	}
+	for _, q := range d.txs {
+		q.drops.Store(q.mp.Drops())
+	}
+	for _, q := range d.rxs {
+		q.drops.Store(q.mp.Drops())
+		q.empty.Store(q.mp.Empty())
+	}
+	for _, mp := range d.pools {
+		mp.Free()
+	}
+	d.pools = nil
+	if d.region != nil {
+		d.region.Free()
+		d.region = nil
+	}
+	d.ns.Close()
+	return errors.Join(errs...)
+}
+
+// Close stops the port, closes it and removes its device, and releases the
+// frame memory. It waits for a goroutine in Poll to leave the driver (and
+// wakes it). A second call returns nil.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	// A poller holds its queue's lock while inside the driver: taking
+	// every lock waits it out, and it sees the device closed next time.
+	for _, q := range d.rxs {
+		q.mu.Lock()
+	}
+	defer func() {
+		for _, q := range d.rxs {
+			q.mu.Unlock()
+		}
+	}()
+	err := d.inNS(func() error {
+		ctlMu.Lock()
+		defer ctlMu.Unlock()
+		return d.teardown()
+	})
+	if err != nil {
+		return fmt.Errorf("dpdk %s: close: %w", d.info.Name, err)
+	}
+	return nil
+}
+
+// inNS runs fn on a locked thread in the network namespace Open ran in, so
+// drivers that address a kernel interface by name find it.
+func (d *Device) inNS(fn func() error) error {
+	runtime.LockOSThread()
+	cur, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("reading this thread's network namespace: %w", err)
+	}
+	defer cur.Close()
+	if cur.Equal(d.ns) {
+		defer runtime.UnlockOSThread()
+		return fn()
+	}
+	if err := netns.Set(d.ns); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("entering the device's network namespace: %w", err)
+	}
+	defer func() {
+		// A thread that cannot go back stays locked and dies with
+		// its goroutine rather than serve others in the wrong namespace.
+		if netns.Set(cur) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	return fn()
+}
+
+// Capabilities reports what the port kept.
+func (d *Device) Capabilities() packetio.Capabilities { return d.caps }
+
+// Info describes the open device.
+func (d *Device) Info() Info { return d.info }
+
+// NumTxQueues is the number of transmit queues.
+func (d *Device) NumTxQueues() int { return len(d.txs) }
+
+// NumRxQueues is the number of receive queues.
+func (d *Device) NumRxQueues() int { return len(d.rxs) }
+
+// TxQueue returns transmit queue i, or nil.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if i < 0 || i >= len(d.txs) {
+		return nil
+	}
+	return d.txs[i]
+}
+
+// RxQueue returns receive queue i, or nil.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if i < 0 || i >= len(d.rxs) {
+		return nil
+	}
+	return d.rxs[i]
+}
+
+// PortCounters are a port's rte_eth_stats.
+type PortCounters struct {
+	InPackets, OutPackets uint64
+	InBytes, OutBytes     uint64
+	// Missed counts packets the port dropped for want of room; InErrors
+	// and OutErrors count errors; NoBuffer counts receive allocations
+	// the supply could not satisfy.
+	Missed, InErrors, OutErrors, NoBuffer uint64
+}
+
+// PortStats returns the port's rte_eth_stats, the counters to believe for
+// what crossed the wire.
+func (d *Device) PortStats() (PortCounters, error) {
+	ctlMu.Lock()
+	defer ctlMu.Unlock()
+	if d.closed.Load() {
+		return PortCounters{}, fmt.Errorf("dpdk %s: %w", d.info.Name, packetio.ErrClosed)
+	}
+	s, err := eal.PortStats(d.port)
+	if err != nil {
+		return PortCounters{}, fmt.Errorf("dpdk %s: %w", d.info.Name, err)
+	}
+	return PortCounters(s), nil
+}
+
+// XStats returns the port's extended counters by name. It allocates; it is
+// for monitoring.
+func (d *Device) XStats() (map[string]uint64, error) {
+	ctlMu.Lock()
+	defer ctlMu.Unlock()
+	if d.closed.Load() {
+		return nil, fmt.Errorf("dpdk %s: %w", d.info.Name, packetio.ErrClosed)
+	}
+	return eal.XStats(d.port)
+}

@@ -1,0 +1,51 @@
+// Package dpdk is the packetio backend over DPDK poll-mode drivers, built
+// with -tags dpdk (and cgo, on linux/amd64). Without the tag the package is
+// this comment and nothing else.
+//
+// Open takes a PCI address or a DPDK virtual device: "net_null0",
+// "net_af_packet0,iface=veth0", "net_af_xdp0,iface=veth0", "net_tap0". The
+// EAL starts once per process, at the first Open, with its own file prefix
+// and --no-shconf, so test binaries and programs run side by side; later
+// Opens reuse it and ignore their EAL options.
+//
+// # Frames are mbufs
+//
+// The Region is one memzone cut into power-of-two frames, and every frame is
+// one mbuf of a mempool whose objects are laid out exactly on frame
+// boundaries:
+//
+//	[ 64 B mempool header | 128 B struct rte_mbuf | 128 B headroom | packet ... ]
+//
+// so a Desc becomes an mbuf, and an mbuf a Desc, with an add and a mask. The
+// mempool's operations are two single-producer rings shared with Go: the
+// driver allocates receive buffers from a supply ring that Fill pushes to,
+// and frees transmitted mbufs into a returned ring that Complete and Reclaim
+// pop from. Frames therefore come back on the driver's schedule (some
+// drivers hold completions until 32 packets have built up); NumInFlight
+// says how many it still holds.
+//
+// # Costs
+//
+// The packet path crosses into C once per burst: one rte_eth_rx_burst per
+// Receive or Poll, one rte_eth_tx_burst per Transmit, and one completion
+// nudge when Complete finds nothing waiting. Every mbuf field is read and
+// written from Go. Poll spins (BlockingPoll is false): there is nothing to
+// sleep on.
+//
+// # Control calls and namespaces
+//
+// Open and Close run DPDK's control functions on the calling goroutine's
+// thread, and Close returns to the network namespace Open ran in. A virtual
+// device over a kernel interface (net_af_packet, net_af_xdp) opens its
+// sockets in the namespace of the thread that calls Open: to use an
+// interface inside a namespace, call Open from a thread switched into it.
+//
+// # What the software drivers can do
+//
+// net_null, net_af_packet and net_af_xdp have no rte_flow engine: every
+// SteeringFilter with matches is refused with packetio.ErrUnsupported (a
+// promiscuous filter is a port setting and is accepted). net_af_packet copies
+// every packet and needs frames of 4096 bytes (chosen by default for it);
+// net_af_xdp starts packets 256 bytes further into the buffer. Only net_tap
+// keeps checksum offloads after configure. See README.md for numbers.
+package dpdk

@@ -1,0 +1,216 @@
+package queue
+
+import (
+	"sync/atomic"
+
+	"github.com/packetio/packetio"
+)
+
+// Rx is one receive queue: Fill pushes mbufs of free frames into the Supply
+// ring the driver allocates from, and Receive turns what one burst returns
+// into descriptors.
+type Rx struct {
+	core
+	burst       []uint64
+	pending     []uint64 // burst entries taken from the driver, not yet delivered
+	descs       []packetio.Desc
+	back        []uint64
+	outstanding atomic.Int64
+
+	packets, bytes, filled, batches, poolEmpty atomic.Uint64
+	chained, badLen                            atomic.Uint64
+}
+
+// NewRx returns a receive queue over cfg with a full pool and nothing
+// posted.
+func NewRx(cfg Config) (*Rx, error) {
+	if err := cfg.validate(true); err != nil {
+		return nil, err
+	}
+	q := &Rx{}
+	if err := q.init(cfg); err != nil {
+		return nil, err
+	}
+	q.burst = make([]uint64, MaxBurst)
+	q.descs = make([]packetio.Desc, 0, MaxBurst)
+	q.back = make([]uint64, 0, MaxBurst)
+	return q, nil
+}
+
+// Fill posts up to n free frames to the supply ring and returns how many it
+// posted. Frames the ring refuses go back to the pool.
+func (q *Rx) Fill(n int) int {
+	if q.Err() != nil {
+		return 0
+	}
+	q.DrainReturned()
+	posted := 0
+	for posted < n {
+		q.frame = q.pool.Pop(min(n-posted, cap(q.frame)), q.frame[:0])
+		if len(q.frame) == 0 {
+			if posted == 0 {
+				q.poolEmpty.Add(1)
+			}
+			break
+		}
+		for i, f := range q.frame {
+			m := f + ObjHeader
+			q.r.resetRx(m, q.cfg.PoolVA)
+			q.frame[i] = q.cfg.RegionVA + m
+		}
+		k := q.cfg.Supply.Push(q.frame)
+		for _, va := range q.frame[k:] {
+			q.pool.Push(va - q.cfg.RegionVA - ObjHeader)
+		}
+		posted += k
+		if k < len(q.frame) {
+			break
+		}
+	}
+	if posted > 0 {
+		q.outstanding.Add(int64(posted))
+		q.filled.Add(uint64(posted))
+	}
+	return posted
+}
+
+// DrainReturned takes back frames the driver freed to this queue's pool
+// (dropped packets, a stopped port, a transmit that copied).
+func (q *Rx) DrainReturned() int {
+	got := 0
+	for q.cfg.Returned.Len() > 0 {
+		q.back = q.cfg.Returned.Pop(cap(q.back), q.back[:0])
+		for _, va := range q.back {
+			if f, ok := q.frameOf(va); ok {
+				q.pool.Push(f)
+				got++
+			}
+		}
+	}
+	q.outstanding.Add(-int64(got))
+	return got
+}
+
+// Ready polls the driver once if nothing is pending and returns how many
+// packets the next Receive can deliver. Whatever the burst returned is kept
+// for Receive, since DPDK cannot peek.
+func (q *Rx) Ready() int {
+	if len(q.pending) == 0 && q.Err() == nil {
+		q.pending = q.pull(len(q.burst))
+	}
+	return len(q.pending)
+}
+
+func (q *Rx) pull(n int) []uint64 {
+	k := q.cfg.PMD.RxBurst(q.burst[:n])
+	if k < 0 || k > n {
+		k = 0
+	}
+	return q.burst[:k]
+}
+
+// Receive returns up to max packets from one burst (or from what Ready
+// kept). The slice is reused by the next call.
+func (q *Rx) Receive(max int) []packetio.Desc {
+	if max <= 0 || q.Err() != nil {
+		return nil
+	}
+	if len(q.pending) == 0 {
+		q.pending = q.pull(min(max, len(q.burst)))
+	}
+	take := q.pending[:min(max, len(q.pending))]
+	q.pending = q.pending[len(take):]
+	out := q.descs[:0]
+	var bytes uint64
+	for _, va := range take {
+		f, ok := q.frameOf(va)
+		if !ok {
+			continue
+		}
+		q.outstanding.Add(-1)
+		dataOff, segs, n, flags := q.r.rxRead(f + ObjHeader)
+		if segs != 1 {
+			q.chained.Add(1)
+			q.dropChain(f, segs)
+			continue
+		}
+		d := packetio.Desc{Addr: f + BufferStart + uint64(dataOff), Len: uint32(n)}
+		if !q.descOK(d) {
+			q.badLen.Add(1)
+			q.pool.Push(f)
+			continue
+		}
+		if q.cfg.RxChecksums && flags&RxIPCksumGood != 0 {
+			d.Options = packetio.OptL3ChecksumOK
+			if flags&RxL4CksumGood != 0 {
+				d.Options |= packetio.OptChecksumOK
+			}
+		}
+		out = append(out, d)
+		bytes += uint64(n)
+	}
+	if len(out) > 0 {
+		q.packets.Add(uint64(len(out)))
+		q.bytes.Add(bytes)
+		q.batches.Add(1)
+	}
+	return out
+}
+
+// dropChain returns every segment of a chained packet to the pool: packets
+// never span frames here.
+func (q *Rx) dropChain(f uint64, segs uint16) {
+	q.pool.Push(f)
+	for i := 1; i < int(segs); i++ {
+		va := q.r.next(f + ObjHeader)
+		if va == 0 {
+			return
+		}
+		var ok bool
+		if f, ok = q.frameOf(va); !ok {
+			return
+		}
+		q.outstanding.Add(-1)
+		q.pool.Push(f)
+	}
+}
+
+// NumPending is how many packets Ready kept for the next Receive.
+func (q *Rx) NumPending() int { return len(q.pending) }
+
+// Recycle returns received frames to the pool.
+func (q *Rx) Recycle(descs []packetio.Desc) {
+	for _, d := range descs {
+		q.pool.Push(q.pool.Base(d.Addr))
+	}
+}
+
+// NumFreeFillSlots is how many frames Fill could post now.
+func (q *Rx) NumFreeFillSlots() int { return min(q.pool.Len(), q.cfg.Supply.Room()) }
+
+// NumFreeFrames is how many frames the pool holds.
+func (q *Rx) NumFreeFrames() int { return q.pool.Len() }
+
+// NumOutstanding is how many frames the driver holds or may take.
+func (q *Rx) NumOutstanding() int { return int(q.outstanding.Load()) }
+
+// Stats returns the counters.
+func (q *Rx) Stats() packetio.RxStats {
+	errs := q.chained.Load() + q.badLen.Load() + q.fore.Load()
+	return packetio.RxStats{
+		Packets:     q.packets.Load(),
+		Bytes:       q.bytes.Load(),
+		Filled:      q.filled.Load(),
+		Batches:     q.batches.Load(),
+		Completions: q.batches.Load(),
+		PoolEmpty:   q.poolEmpty.Load(),
+		Errors:      errs,
+		Backend: map[string]uint64{
+			"outstanding":   uint64(max(q.outstanding.Load(), 0)),
+			"chained":       q.chained.Load(),
+			"bad_len":       q.badLen.Load(),
+			"foreign":       q.fore.Load(),
+			"pool_rejected": q.pool.Rejected(),
+		},
+	}
+}

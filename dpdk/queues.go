@@ -1,0 +1,342 @@
+//go:build dpdk && linux && amd64 && cgo
+
+package dpdk
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/dpdk/internal/eal"
+	"github.com/packetio/packetio/dpdk/internal/queue"
+)
+
+// region is the device's memzone as a packetio.Region. After Close it is
+// empty: the memory has gone back to DPDK.
+type region struct{ d *Device }
+
+func (r region) bytes() []byte {
+	if r.d.closed.Load() || r.d.region == nil {
+		return nil
+	}
+	return r.d.region.Bytes
+}
+
+// Bytes returns the whole memzone, or nil after Close.
+func (r region) Bytes() []byte { return r.bytes() }
+
+// Frame returns the d.Len bytes at d.Addr, or nil outside the region.
+func (r region) Frame(d packetio.Desc) []byte {
+	b := r.bytes()
+	end := d.Addr + uint64(d.Len)
+	if d.Addr >= uint64(len(b)) || end > uint64(len(b)) || end < d.Addr {
+		return nil
+	}
+	return b[d.Addr:end:end]
+}
+
+// Writable returns the bytes from d.Addr to the end of its frame.
+func (r region) Writable(d packetio.Desc) []byte {
+	b := r.bytes()
+	if d.Addr >= uint64(len(b)) {
+		return nil
+	}
+	end := (d.Addr | uint64(r.d.info.FrameSize-1)) + 1
+	return b[d.Addr:end:end]
+}
+
+// FrameSize is the frame size.
+func (r region) FrameSize() int { return r.d.info.FrameSize }
+
+// NumFrames is the number of frames.
+func (r region) NumFrames() int {
+	if r.d.region == nil {
+		return 0
+	}
+	return len(r.d.region.Bytes) / r.d.info.FrameSize
+}
+
+func closedErr(d *Device, what string) error {
+	return fmt.Errorf("dpdk %s %s: %w", d.info.Name, what, packetio.ErrClosed)
+}
+
+// TxQueue is one transmit queue of a Device.
+type TxQueue struct {
+	d      *Device
+	q      *queue.Tx
+	mp     *eal.Mempool
+	pmd    *eal.Queue
+	closed atomic.Bool
+	drops  atomic.Uint64 // the mempool's drops, kept at Close
+}
+
+func (t *TxQueue) dead() bool { return t.closed.Load() || t.d.closed.Load() }
+
+// Region is the device's frame memory.
+func (t *TxQueue) Region() packetio.Region { return region{t.d} }
+
+// Alloc takes up to n frames from the pool.
+func (t *TxQueue) Alloc(n int) []packetio.Desc {
+	if t.dead() {
+		return nil
+	}
+	return t.q.Alloc(n)
+}
+
+// Transmit hands a prefix of descs to the driver in one burst.
+func (t *TxQueue) Transmit(descs []packetio.Desc) int {
+	if t.dead() {
+		return 0
+	}
+	n, _ := t.q.Transmit(descs)
+	return n
+}
+
+// TransmitOffload is Transmit with checksum and segmentation metadata,
+// checked against each packet's own headers.
+func (t *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
+	if t.dead() {
+		return 0, closedErr(t.d, "tx")
+	}
+	return t.q.TransmitOffload(descs, offs)
+}
+
+// Err reports a closed or failed queue.
+func (t *TxQueue) Err() error {
+	if t.dead() {
+		return closedErr(t.d, "tx")
+	}
+	if err := t.q.Err(); err != nil {
+		return err
+	}
+	if n := t.mp.Drops(); n > 0 {
+		return fmt.Errorf("dpdk %s tx: the driver freed %d mbufs the returned ring could not hold: %w", t.d.info.Name, n, packetio.ErrQueueFailed)
+	}
+	return nil
+}
+
+// Complete returns frames the driver has finished with to the pool.
+func (t *TxQueue) Complete(max int) int {
+	if t.dead() {
+		return 0
+	}
+	return t.q.Complete(max)
+}
+
+// Reclaim hands frames the driver has finished with to the caller.
+func (t *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
+	if t.dead() {
+		return out
+	}
+	return t.q.Reclaim(max, out)
+}
+
+// Free returns unsent frames to the pool.
+func (t *TxQueue) Free(descs []packetio.Desc) { t.q.Free(descs) }
+
+// NumCompleted is how many frames the driver has handed back.
+func (t *TxQueue) NumCompleted() int {
+	if t.dead() {
+		return 0
+	}
+	return t.q.NumCompleted()
+}
+
+// NumInFlight is how many frames the driver holds.
+func (t *TxQueue) NumInFlight() int { return t.q.NumInFlight() }
+
+// NumFreeSlots is how many more frames Transmit would take.
+func (t *TxQueue) NumFreeSlots() int {
+	if t.dead() {
+		return 0
+	}
+	return t.q.NumFreeSlots()
+}
+
+// NumFreeFrames is how many frames the pool holds.
+func (t *TxQueue) NumFreeFrames() int { return t.q.NumFreeFrames() }
+
+// SendFunc reclaims, allocates, builds and transmits in one call.
+func (t *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
+	if t.dead() {
+		return 0, closedErr(t.d, "tx")
+	}
+	t.q.Complete(1 << 30)
+	d := t.q.Alloc(count)
+	if len(d) == 0 {
+		return 0, t.Err()
+	}
+	b := t.d.region.Bytes
+	mask := uint64(t.d.info.FrameSize - 1)
+	n := 0
+	for i := range d {
+		end := (d[i].Addr | mask) + 1
+		frame := b[d[i].Addr:end:end]
+		l := build(i, frame)
+		if l == 0 {
+			break
+		}
+		if l < 0 || l > len(frame) {
+			t.q.Free(d)
+			return 0, fmt.Errorf("dpdk %s tx: build returned %d for a %d-byte frame: %w", t.d.info.Name, l, len(frame), packetio.ErrBadLength)
+		}
+		d[i].Len = uint32(l)
+		n++
+	}
+	sent, err := t.q.Transmit(d[:n])
+	t.q.Free(d[sent:])
+	return sent, err
+}
+
+// Stats returns the queue's counters, with the mempool's and the port's
+// extended counters (prefixed "xstat_") in Backend.
+func (t *TxQueue) Stats() (packetio.TxStats, error) {
+	s := t.q.Stats()
+	if t.dead() {
+		s.Backend["mempool_drops"] = t.drops.Load()
+		return s, nil
+	}
+	s.Backend["mempool_drops"] = t.mp.Drops()
+	addXStats(t.d, s.Backend)
+	return s, nil
+}
+
+// Close closes the queue; the device's Close releases it.
+func (t *TxQueue) Close() error { t.closed.Store(true); return nil }
+
+// RxQueue is one receive queue of a Device.
+type RxQueue struct {
+	d      *Device
+	q      *queue.Rx
+	mp     *eal.Mempool
+	pmd    *eal.Queue
+	mu     sync.Mutex // held by Poll inside the driver; Close waits on it
+	closed atomic.Bool
+	polls  atomic.Uint64
+	drops  atomic.Uint64
+	empty  atomic.Uint64
+}
+
+func (r *RxQueue) dead() bool { return r.closed.Load() || r.d.closed.Load() }
+
+// Region is the device's frame memory.
+func (r *RxQueue) Region() packetio.Region { return region{r.d} }
+
+// Fill posts up to n frames to the driver.
+func (r *RxQueue) Fill(n int) int {
+	if r.dead() {
+		return 0
+	}
+	return r.q.Fill(n)
+}
+
+// Poll spins until a packet is ready, the timeout passes or the queue
+// closes. DPDK cannot peek, so what it finds is kept for Receive.
+func (r *RxQueue) Poll(timeout time.Duration) (int, error) {
+	r.polls.Add(1)
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for spins := 0; ; spins++ {
+		r.mu.Lock()
+		if r.dead() {
+			r.mu.Unlock()
+			return 0, closedErr(r.d, "rx")
+		}
+		n := r.q.Ready()
+		r.mu.Unlock()
+		if n > 0 {
+			return n, nil
+		}
+		if err := r.q.Err(); err != nil {
+			return 0, err
+		}
+		if timeout == 0 || (timeout > 0 && spins&63 == 63 && time.Now().After(deadline)) {
+			return 0, nil
+		}
+		if spins < 256 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// Receive returns up to max packets.
+func (r *RxQueue) Receive(max int) []packetio.Desc {
+	if r.dead() {
+		return nil
+	}
+	return r.q.Receive(max)
+}
+
+// Err reports a closed or failed queue.
+func (r *RxQueue) Err() error {
+	if r.dead() {
+		return closedErr(r.d, "rx")
+	}
+	if err := r.q.Err(); err != nil {
+		return err
+	}
+	if n := r.mp.Drops(); n > 0 {
+		return fmt.Errorf("dpdk %s rx: the driver freed %d mbufs the returned ring could not hold: %w", r.d.info.Name, n, packetio.ErrQueueFailed)
+	}
+	return nil
+}
+
+// Recycle returns received frames to the pool.
+func (r *RxQueue) Recycle(descs []packetio.Desc) { r.q.Recycle(descs) }
+
+// NumFreeFillSlots is how many frames Fill could post.
+func (r *RxQueue) NumFreeFillSlots() int {
+	if r.dead() {
+		return 0
+	}
+	return r.q.NumFreeFillSlots()
+}
+
+// NumReceived is how many packets Receive would return now. It polls the
+// driver once when nothing is kept.
+func (r *RxQueue) NumReceived() int {
+	if r.dead() {
+		return 0
+	}
+	return r.q.Ready()
+}
+
+// NumFreeFrames is how many frames the pool holds.
+func (r *RxQueue) NumFreeFrames() int { return r.q.NumFreeFrames() }
+
+// Stats returns the queue's counters, with the mempool's and the port's
+// extended counters (prefixed "xstat_") in Backend.
+func (r *RxQueue) Stats() (packetio.RxStats, error) {
+	s := r.q.Stats()
+	s.Polls = r.polls.Load()
+	if r.dead() {
+		s.Backend["mempool_drops"] = r.drops.Load()
+		s.Backend["supply_empty"] = r.empty.Load()
+		return s, nil
+	}
+	s.Backend["mempool_drops"] = r.mp.Drops()
+	s.Backend["supply_empty"] = r.mp.Empty()
+	addXStats(r.d, s.Backend)
+	return s, nil
+}
+
+// Close closes the queue and wakes a poller; the device's Close releases
+// it.
+func (r *RxQueue) Close() error { r.closed.Store(true); return nil }
+
+func addXStats(d *Device, m map[string]uint64) {
+	x, err := d.XStats()
+	if err != nil {
+		return
+	}
+	for k, v := range x {
+		m["xstat_"+k] = v
+	}
+}

@@ -1,0 +1,49 @@
+//go:build dpdk && linux && amd64 && cgo
+
+package backend
+
+import (
+	"os"
+	"strings"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/dpdk"
+)
+
+func init() {
+	Register("dpdk", func(name string, c Config) (packetio.Device, error) {
+		// A plain interface name means DPDK's AF_PACKET driver on it; a
+		// PCI address or a vdev spec is passed as it is.
+		if !strings.Contains(name, ",") && !strings.HasPrefix(name, "net_") && strings.Count(name, ":") < 2 {
+			name = "net_af_packet0,iface=" + name
+		}
+		opts := []dpdk.Option{dpdk.WithTxQueues(max(c.TxQueues, 1)), dpdk.WithRxQueues(c.RxQueues)}
+		if c.Frames > 0 {
+			opts = append(opts, dpdk.WithFrames(c.Frames))
+		}
+		if c.FrameSize > 0 {
+			opts = append(opts, dpdk.WithFrameSize(c.FrameSize))
+		}
+		if len(c.Steering.Match) > 0 || c.Steering.Promiscuous {
+			opts = append(opts, dpdk.WithSteering(c.Steering))
+		}
+		if !hugePages() {
+			opts = append(opts, dpdk.WithNoHuge())
+		}
+		return dpdk.Open(name, opts...)
+	})
+}
+
+// hugePages reports whether the machine has free huge pages for the EAL.
+func hugePages() bool {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "HugePages_Free:" {
+			return f[1] != "0"
+		}
+	}
+	return false
+}
