@@ -144,22 +144,12 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 			errs <- worker(ctx, d.TxQueue(q), spec, q, o, &total)
 		}()
 	}
-	rep, err := metrics.NewReporter(w)
-	if err != nil {
-		return result{}, err
-	}
-	tick := time.NewTicker(o.report)
-	defer tick.Stop()
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-tick.C:
-			rep.Line(total.Load(), "")
-		}
-	}
+	rerr := metrics.Every(ctx, w, o.report, func() (uint64, string) { return total.Load(), "" })
+	cancel() // stop the workers before the device closes
 	wg.Wait()
+	if rerr != nil {
+		return result{}, rerr
+	}
 	close(errs)
 	var res result
 	for q := 0; q < d.NumTxQueues(); q++ {

@@ -101,22 +101,12 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- receive(ctx, d.RxQueue(q), o.batch, &total) }()
 	}
-	rep, err := metrics.NewReporter(w)
-	if err != nil {
-		return result{}, err
-	}
-	tick := time.NewTicker(o.report)
-	defer tick.Stop()
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-tick.C:
-			rep.Line(total.Load(), "")
-		}
-	}
+	rerr := metrics.Every(ctx, w, o.report, func() (uint64, string) { return total.Load(), "" })
+	cancel() // stop the workers before the device closes
 	wg.Wait()
+	if rerr != nil {
+		return result{}, rerr
+	}
 	close(errs)
 	var res result
 	for q := 0; q < d.NumRxQueues(); q++ {

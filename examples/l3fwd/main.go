@@ -131,23 +131,15 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	errc := make(chan error, 1)
 	go func() { errc <- route(ctx, d, &fib, o.batch, &received, &counts) }()
 
-	rep, err := metrics.NewReporter(w)
-	if err != nil {
-		return res, err
-	}
-	tick := time.NewTicker(o.report)
-	defer tick.Stop()
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-tick.C:
-			rep.Line(counts[forward.Forwarded].Load(), fmt.Sprintf("  in %d", received.Load()))
-		}
-	}
+	merr := metrics.Every(ctx, w, o.report, func() (uint64, string) {
+		return counts[forward.Forwarded].Load(), fmt.Sprintf("  in %d", received.Load())
+	})
+	cancel() // stop the router and the source before the devices close
 	rerr := <-errc
 	<-done
+	if merr != nil {
+		return res, merr
+	}
 	res.received, res.forwarded, res.arrived = received.Load(), counts[forward.Forwarded].Load(), arrived.Load()
 	for i := range counts {
 		res.verdicts[i] = counts[i].Load()

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -83,5 +84,18 @@ func TestLimiter(t *testing.T) {
 	l.Log(logf, errors.New("boom"))
 	if len(lines) != 2 || !strings.Contains(lines[1], "4 more") {
 		t.Fatalf("lines %q", lines)
+	}
+}
+
+func TestEveryPrintsUntilCancelled(t *testing.T) {
+	var buf bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 130*time.Millisecond)
+	defer cancel()
+	n := uint64(0)
+	if err := Every(ctx, &buf, 20*time.Millisecond, func() (uint64, string) { n += 100; return n, " x" }); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(buf.String(), " x\n"); lines < 2 {
+		t.Fatalf("%d lines in 130ms at 20ms:\n%s", lines, buf.String())
 	}
 }

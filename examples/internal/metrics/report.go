@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sync"
@@ -70,4 +71,26 @@ func (l *Limiter) Log(logf func(format string, args ...any), err error) {
 		logf("%v", err)
 	}
 	l.last, l.suppressed = now, 0
+}
+
+// Every prints a line every interval until ctx ends. sample returns the
+// running packet total and extra text for the line.
+func Every(ctx context.Context, w io.Writer, interval time.Duration, sample func() (uint64, string)) error {
+	rep, err := NewReporter(w)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			n, extra := sample()
+			if _, _, err := rep.Line(n, extra); err != nil {
+				return err
+			}
+		}
+	}
 }
