@@ -108,6 +108,18 @@ func (o *options) sender(t *testing.T, d Device) (packetio.TxQueue, Device) {
 	return p.TxQueue(0), p
 }
 
+// link returns the sender that reaches d, its device, and the largest test
+// frame both ends carry. It returns a nil queue when the check cannot run.
+func (o *options) link(t *testing.T, d Device) (packetio.TxQueue, Device, int) {
+	t.Helper()
+	needRx(t, d)
+	q, p := o.sender(t, d)
+	if q == nil {
+		return nil, nil, 0
+	}
+	return q, p, min(d.Capabilities().MaxFrameSize, p.Capabilities().MaxFrameSize, 1514)
+}
+
 // send transmits frames first..first+count-1 on q, waiting out backpressure
 // for up to 5 s, and returns how many went.
 func send(q packetio.TxQueue, first, count uint32, limit int) int {
@@ -187,12 +199,10 @@ func runTraffic(t *testing.T, open OpenFunc, o *options) {
 
 func trafficArrivesIntact(t *testing.T, open OpenFunc, o *options) {
 	d := device(t, open)
-	needRx(t, d)
-	q, p := o.sender(t, d)
+	q, _, limit := o.link(t, d)
 	if q == nil {
 		return
 	}
-	limit := min(d.Capabilities().MaxFrameSize, p.Capabilities().MaxFrameSize, 1514)
 	r := &rxAll{d: d}
 	r.fill()
 	const count = 200
@@ -233,12 +243,10 @@ func trafficArrivesIntact(t *testing.T, open OpenFunc, o *options) {
 
 func receiveBatchesAreCounted(t *testing.T, open OpenFunc, o *options) {
 	d := device(t, open)
-	needRx(t, d)
-	q, p := o.sender(t, d)
+	q, _, limit := o.link(t, d)
 	if q == nil {
 		return
 	}
-	limit := min(d.Capabilities().MaxFrameSize, p.Capabilities().MaxFrameSize, 1514)
 	before := rxTotals(t, d)
 	r := &rxAll{d: d}
 	r.fill()
@@ -289,12 +297,10 @@ func forwardingConservesFrames(t *testing.T, open OpenFunc, o *options) {
 	if !c.HandsBackFrames || !c.SharedRegion {
 		t.Skipf("%s: forwarding in place needs HandsBackFrames and SharedRegion (have %v, %v)", c.Backend, c.HandsBackFrames, c.SharedRegion)
 	}
-	needRx(t, d)
-	q, p := o.sender(t, d)
+	q, p, limit := o.link(t, d)
 	if q == nil {
 		return
 	}
-	limit := min(c.MaxFrameSize, p.Capabilities().MaxFrameSize, 1514)
 	tx := d.TxQueue(0)
 	r := &rxAll{d: d}
 	r.fill()
@@ -394,12 +400,10 @@ func forwardingConservesFrames(t *testing.T, open OpenFunc, o *options) {
 // flight and a goroutine waits in Poll.
 func closeUnderLoad(t *testing.T, open OpenFunc, o *options) {
 	d := device(t, open)
-	needRx(t, d)
-	q, p := o.sender(t, d)
+	q, p, limit := o.link(t, d)
 	if q == nil {
 		return
 	}
-	limit := min(d.Capabilities().MaxFrameSize, p.Capabilities().MaxFrameSize, 1514)
 	r := &rxAll{d: d}
 	r.fill()
 	stopFlood := make(chan struct{})
