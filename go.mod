@@ -3,13 +3,8 @@ module github.com/packetio/packetio
 go 1.26.0
 
 require (
+	github.com/google/gopacket v1.1.19
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
-)
-
-require (
-	github.com/cilium/ebpf v0.22.0 // indirect
-	github.com/google/gopacket v1.1.19 // indirect
-	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/sys v0.50.0
 )
