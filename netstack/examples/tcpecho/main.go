@@ -1,0 +1,568 @@
+//go:build linux
+
+// Command tcpecho runs a TCP server or client on netstack over a packetio
+// device, and with no -i measures itself against the kernel's own TCP.
+//
+// With no -i it needs root and builds its own test bed: a veth pair between
+// two throwaway network namespaces (gone when it exits, even if killed). On
+// end A it opens the backend and starts a stack at 10.9.0.3 serving -mode;
+// from end B the kernel's TCP connects to it, moves -bytes and then does
+// request/response round trips for -rr. Then it does the same against a
+// kernel server on A (10.9.0.1) on the same pair, -runs times each, and
+// prints every run and the medians.
+//
+// With -i it uses that interface (it touches no other). Without -client it
+// serves -mode on -port until interrupted; with -client it connects there,
+// runs -mode from the client's side and prints the rate.
+//
+//	sudo go run ./examples/tcpecho
+//	sudo go run ./examples/tcpecho -mode echo -runs 5
+//	sudo go run ./examples/tcpecho -i veth0 -ip 192.0.2.10/24 -port 8080
+//	sudo go run ./examples/tcpecho -i veth0 -ip 192.0.2.10/24 -client 192.0.2.1:8080 -mode sink
+//
+// -mode is what the server does with a connection: echo sends everything
+// back, sink reads and discards, source sends -bytes and closes.
+//
+// Addressing: afpacket is a tap, so the kernel sees every frame the stack
+// sees. Give the stack an address the kernel does not own on that interface;
+// with the kernel's own address the kernel resets every connection to the
+// stack's ports. tcpecho refuses a kernel-owned address unless -force.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afpacket"
+	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/netstack"
+)
+
+type options struct {
+	backend, iface, ip, mac, client, mode, gw string
+	port, runs, size, conns                   int
+	bytes                                     int64
+	stats, rr                                 time.Duration
+	noGSO, noGRO, force                       bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.backend, "backend", "afpacket", "packetio backend: afpacket (afxdp is not built yet)")
+	flag.StringVar(&o.iface, "i", "", "interface (default: make a veth pair in throwaway namespaces and measure)")
+	flag.StringVar(&o.ip, "ip", "", "the stack's address with prefix length, e.g. 192.0.2.10/24 (required with -i)")
+	flag.StringVar(&o.mac, "mac", "", "the stack's MAC (default: the interface's)")
+	flag.StringVar(&o.gw, "gw", "", "default gateway")
+	flag.IntVar(&o.port, "port", 8080, "port to serve on")
+	flag.StringVar(&o.client, "client", "", "connect to host:port instead of serving")
+	flag.Int64Var(&o.bytes, "bytes", 64<<20, "bytes to move per measurement (and per source connection)")
+	flag.StringVar(&o.mode, "mode", "sink", "echo, sink or source")
+	flag.DurationVar(&o.stats, "stats", 0, "print the stack's counters this often (0: at the end only, self-test)")
+	flag.DurationVar(&o.rr, "rr", 2*time.Second, "self-test: request/response round trips for this long (0: skip)")
+	flag.IntVar(&o.size, "size", 64, "request and response size for -rr")
+	flag.IntVar(&o.conns, "conns", 1, "self-test: connections doing round trips at once for -rr")
+	flag.IntVar(&o.runs, "runs", 3, "self-test: runs of each measurement")
+	flag.BoolVar(&o.noGSO, "no-gso", false, "afpacket: open without PACKET_VNET_HDR; the stack cuts its own segments")
+	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
+	flag.BoolVar(&o.noGRO, "no-gro", false, "do not merge received TCP segments before the stack")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: tcpecho [flags]\n\nTCP over netstack over packetio; with no -i, a measurement against the kernel on a veth pair.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tcpecho:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "tcpecho:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var err error
+	switch {
+	case o.mode != "echo" && o.mode != "sink" && o.mode != "source":
+		err = fmt.Errorf("-mode %q: want echo, sink or source", o.mode)
+	case o.backend == "afxdp":
+		err = errors.New("-backend afxdp: the afxdp backend is not built yet (issue 4)")
+	case o.backend != "afpacket":
+		err = fmt.Errorf("-backend %q: this build has afpacket only", o.backend)
+	case o.iface == "":
+		err = selfTest(o)
+	case o.client != "":
+		err = runClient(o)
+	default:
+		err = runServer(o)
+	}
+	if err != nil {
+		pprof.StopCPUProfile()
+		fmt.Fprintln(os.Stderr, "tcpecho:", err)
+		os.Exit(1)
+	}
+}
+
+// open opens the backend on the interface named, in the calling thread's
+// network namespace.
+func open(o options, iface string) (packetio.Device, error) {
+	var opts []afpacket.Option
+	if !o.noGSO {
+		opts = append(opts, afpacket.WithGSO())
+	}
+	return afpacket.Open(iface, opts...)
+}
+
+func describe(o options) string {
+	if o.noGSO {
+		return o.backend + ", stack segments"
+	}
+	return o.backend + ", kernel segments (GSO)"
+}
+
+// stackConfig builds the stack's Config for -i, refusing a kernel-owned
+// address unless -force.
+func stackConfig(o options) (netstack.Config, error) {
+	var cfg netstack.Config
+	if o.ip == "" {
+		return cfg, errors.New("-ip is required with -i")
+	}
+	p, err := netip.ParsePrefix(o.ip)
+	if err != nil {
+		return cfg, fmt.Errorf("-ip: %w", err)
+	}
+	cfg.Addr = p
+	cfg.NoGRO = o.noGRO
+	ifc, err := net.InterfaceByName(o.iface)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.MAC = ifc.HardwareAddr
+	if o.mac != "" {
+		if cfg.MAC, err = net.ParseMAC(o.mac); err != nil {
+			return cfg, fmt.Errorf("-mac: %w", err)
+		}
+	}
+	if o.gw != "" {
+		if cfg.Gateway, err = netip.ParseAddr(o.gw); err != nil {
+			return cfg, fmt.Errorf("-gw: %w", err)
+		}
+	}
+	addrs, _ := ifc.Addrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(p.Addr().AsSlice()) && !o.force {
+			return cfg, fmt.Errorf("the kernel owns %s on %s and would reset the stack's connections; use a spare address (or -force)", p.Addr(), o.iface)
+		}
+	}
+	return cfg, nil
+}
+
+func runServer(o options) error {
+	cfg, err := stackConfig(o)
+	if err != nil {
+		return err
+	}
+	dev, err := open(o, o.iface)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	s, err := netstack.New(dev, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	l, err := s.Listen("tcp", fmt.Sprintf(":%d", o.port))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s on %s: %s, MAC %s, MTU %d\n", describe(o), o.iface, cfg.Addr, s.MAC(), s.MTU())
+	fmt.Printf("%s: serving on port %d\n", o.mode, o.port)
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt)
+		select {
+		case <-sig:
+		case <-s.Done():
+		}
+		l.Close()
+	}()
+	if o.stats > 0 {
+		go func() {
+			for range time.Tick(o.stats) {
+				printStats(s)
+			}
+		}()
+	}
+	serve(l, o, true)
+	printStats(s)
+	return s.Err()
+}
+
+func runClient(o options) error {
+	cfg, err := stackConfig(o)
+	if err != nil {
+		return err
+	}
+	dev, err := open(o, o.iface)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	s, err := netstack.New(dev, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if o.stats > 0 {
+		go func() {
+			for range time.Tick(o.stats) {
+				printStats(s)
+			}
+		}()
+	}
+	c, err := s.Dial("tcp", o.client)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// The server does -mode; the client does the other half of it.
+	gbps, err := move(c, o.mode, o.bytes)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s %d bytes with %s: %.2f Gbit/s\n", o.mode, o.bytes, o.client, gbps)
+	printStats(s)
+	return nil
+}
+
+// serve accepts until l closes, handling each connection by -mode.
+func serve(l net.Listener, o options, verbose bool) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			var n int64
+			switch o.mode {
+			case "echo":
+				n, _ = io.CopyBuffer(c, c, make([]byte, 256<<10))
+			case "sink":
+				n, _ = io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+			case "source":
+				n, _ = io.Copy(c, io.LimitReader(zeros{}, o.bytes))
+			}
+			if verbose {
+				fmt.Printf("%s: %s %d bytes\n", c.RemoteAddr(), o.mode, n)
+			}
+		}()
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) { clear(b); return len(b), nil }
+
+// move is the client's half of a mode: it sends to a sink, reads from a
+// source, does both with an echo server. It returns Gbit/s (each way, for
+// echo) from the first byte to the server's close.
+func move(c net.Conn, mode string, n int64) (float64, error) {
+	start := time.Now()
+	var sent, got int64
+	var werr error
+	var wg sync.WaitGroup
+	if mode != "source" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent, werr = io.Copy(c, io.LimitReader(zeros{}, n))
+			if cw, ok := c.(interface{ CloseWrite() error }); ok && werr == nil {
+				werr = cw.CloseWrite()
+			}
+		}()
+	}
+	got, rerr := io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+	wg.Wait()
+	d := time.Since(start)
+	if werr != nil {
+		return 0, fmt.Errorf("send: %w", werr)
+	}
+	if rerr != nil {
+		return 0, fmt.Errorf("receive: %w", rerr)
+	}
+	want := n
+	if mode == "sink" {
+		want = 0
+	}
+	if got != want || mode != "source" && sent != n {
+		return 0, fmt.Errorf("%s: sent %d, received %d, want %d", mode, sent, got, want)
+	}
+	return float64(n) * 8 / d.Seconds() / 1e9, nil
+}
+
+// roundTrips sends size-byte requests to an echo server and waits for each
+// answer, for d; it returns round trips per second.
+func roundTrips(c net.Conn, size int, d time.Duration) (float64, error) {
+	buf := make([]byte, size)
+	start := time.Now()
+	n := 0
+	for time.Since(start) < d {
+		if _, err := c.Write(buf); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+func printStats(s *netstack.Stack) {
+	st := s.Stats()
+	fmt.Printf("stats: rx %d pkts (%d super-frames), tx %d pkts in %d frames, gso %d->%d, offload %d, "+
+		"drops: bad-csum %d frag %d vlan %d not-ip %d other-host %d tx %d (waits %d, partial %d); "+
+		"tcp retransmits %d, resets sent %d\n",
+		st.RxPackets, st.RxSuperFrames, st.TxPackets, st.TxFrames, st.GSOPackets, st.GSOFrames, st.OffloadPackets,
+		st.RxBadChecksum, st.RxFragments, st.RxWrongVLAN, st.RxNotIP, st.RxOtherHost, st.TxDropped, st.TxWaits, st.TxPartial,
+		st.TCPRetransmits, st.TCPResetsSent)
+}
+
+// result is one run's numbers.
+type result struct{ gbps, rps float64 }
+
+// selfTest measures netstack and the kernel on one veth pair.
+func selfTest(o options) error {
+	if o.runs < 1 || o.conns < 1 {
+		return fmt.Errorf("-runs %d, -conns %d: want at least 1 of each", o.runs, o.conns)
+	}
+	pair, err := netns.Create(netns.WithAddrs(netip.MustParsePrefix("10.9.0.1/24"), netip.MustParsePrefix("10.9.0.2/24")))
+	if err != nil {
+		return err
+	}
+	defer pair.Close()
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt)
+		<-sig
+		pair.Close()
+		os.Exit(130)
+	}()
+	if o.noGSO {
+		// Without PACKET_VNET_HDR the stack would see the kernel's
+		// unfinished (offloaded) checksums and its 64 KiB super-frames;
+		// make B's kernel finish both itself. This slows the kernel side
+		// of both measurements alike.
+		if err := pair.B.Do(func() error {
+			out, err := exec.Command("ethtool", "-K", pair.B.Link, "tx", "off").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("ethtool -K %s tx off: %v: %s", pair.B.Link, err, out)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		fmt.Printf("B's transmit checksum offload and TSO off (ethtool), for -no-gso\n")
+	}
+	stackAddr := netip.MustParsePrefix("10.9.0.3/24")
+	fmt.Printf("veth %s (A) <-> %s (B); netstack on A at %s over %s; kernel server on A at 10.9.0.1; client: the kernel on B\n",
+		pair.A.Link, pair.B.Link, stackAddr.Addr(), describe(o))
+	fmt.Printf("server mode %s, %d MiB per run, %d-byte request/response on %d connections for %v, %d runs\n",
+		o.mode, o.bytes>>20, o.size, o.conns, o.rr, o.runs)
+
+	var ns, kern []result
+	for run := 1; run <= o.runs; run++ {
+		r, err := measureNetstack(o, pair, stackAddr)
+		if err != nil {
+			return fmt.Errorf("netstack run %d: %w", run, err)
+		}
+		fmt.Printf("run %d netstack: %s %.2f Gbit/s, %.0f req/s\n", run, o.mode, r.gbps, r.rps)
+		ns = append(ns, r)
+		r, err = measureKernel(o, pair)
+		if err != nil {
+			return fmt.Errorf("kernel run %d: %w", run, err)
+		}
+		fmt.Printf("run %d kernel:   %s %.2f Gbit/s, %.0f req/s\n", run, o.mode, r.gbps, r.rps)
+		kern = append(kern, r)
+	}
+	mg, mr := medians(ns)
+	kg, kr := medians(kern)
+	fmt.Printf("median of %d: netstack %.2f Gbit/s, %.0f req/s; kernel %.2f Gbit/s, %.0f req/s\n", o.runs, mg, mr, kg, kr)
+	return nil
+}
+
+func medians(rs []result) (float64, float64) {
+	var g, r []float64
+	for _, x := range rs {
+		g, r = append(g, x.gbps), append(r, x.rps)
+	}
+	slices.Sort(g)
+	slices.Sort(r)
+	return g[len(g)/2], r[len(r)/2]
+}
+
+func measureNetstack(o options, pair *netns.Pair, addr netip.Prefix) (result, error) {
+	var dev packetio.Device
+	if err := pair.A.Do(func() error {
+		var err error
+		dev, err = open(o, pair.A.Link)
+		return err
+	}); err != nil {
+		return result{}, err
+	}
+	defer dev.Close()
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO})
+	if err != nil {
+		return result{}, err
+	}
+	defer s.Close()
+	l, err := s.Listen("tcp4", fmt.Sprintf(":%d", o.port))
+	if err != nil {
+		return result{}, err
+	}
+	r, err := measure(o, pair, l, netip.AddrPortFrom(addr.Addr(), uint16(o.port)).String())
+	if o.stats >= 0 {
+		printStats(s)
+	}
+	return r, err
+}
+
+func measureKernel(o options, pair *netns.Pair) (result, error) {
+	var l net.Listener
+	if err := pair.A.Do(func() error {
+		var err error
+		l, err = net.Listen("tcp4", fmt.Sprintf("10.9.0.1:%d", o.port))
+		return err
+	}); err != nil {
+		return result{}, err
+	}
+	return measure(o, pair, l, l.Addr().String())
+}
+
+// measure serves on l and runs the kernel client on B against addr: one
+// transfer in -mode, then round trips against an echo of the same server.
+func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, error) {
+	done := make(chan struct{})
+	defer func() { l.Close(); <-done }()
+	go func() {
+		defer close(done)
+		serveSplit(l, o)
+	}()
+	dial := func(tag byte) (net.Conn, error) {
+		var c net.Conn
+		err := pair.B.Do(func() error {
+			var err error
+			c, err = net.DialTimeout("tcp4", addr, 5*time.Second)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Write([]byte{tag}); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	var r result
+	c, err := dial('m')
+	if err != nil {
+		return r, err
+	}
+	c.SetDeadline(time.Now().Add(2 * time.Minute))
+	r.gbps, err = move(c, o.mode, o.bytes)
+	c.Close()
+	if err != nil {
+		return r, err
+	}
+	if o.rr <= 0 {
+		return r, nil
+	}
+	conns := make([]net.Conn, 0, o.conns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range o.conns {
+		c, err := dial('r')
+		if err != nil {
+			return r, err
+		}
+		c.SetDeadline(time.Now().Add(o.rr + time.Minute))
+		conns = append(conns, c)
+	}
+	rates := make([]float64, len(conns))
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rates[i], errs[i] = roundTrips(c, o.size, o.rr)
+		}()
+	}
+	wg.Wait()
+	for i := range conns {
+		if errs[i] != nil {
+			return r, errs[i]
+		}
+		r.rps += rates[i]
+	}
+	return r, nil
+}
+
+// serveSplit serves the self-test's two kinds of connection: the first
+// byte says whether it is the -mode transfer ('m') or round trips ('r',
+// always echo).
+func serveSplit(l net.Listener, o options) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			var tag [1]byte
+			if _, err := io.ReadFull(c, tag[:]); err != nil {
+				return
+			}
+			mode := o.mode
+			if tag[0] == 'r' {
+				mode = "echo"
+			}
+			switch mode {
+			case "echo":
+				io.CopyBuffer(c, c, make([]byte, 256<<10))
+			case "sink":
+				io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+			case "source":
+				io.Copy(c, io.LimitReader(zeros{}, o.bytes))
+			}
+		}()
+	}
+}

@@ -1,0 +1,19 @@
+module github.com/packetio/packetio/netstack
+
+go 1.26.3
+
+require (
+	github.com/packetio/packetio v0.0.0
+	github.com/vishvananda/netlink v1.3.1
+	golang.org/x/sys v0.50.0
+	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+)
+
+require (
+	github.com/google/btree v1.1.2 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect
+	golang.org/x/time v0.15.0 // indirect
+)
+
+replace github.com/packetio/packetio => ../

@@ -1,0 +1,339 @@
+package netstack
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/packetio/packetio"
+)
+
+// minFrame is the shortest Ethernet frame without its FCS; shorter packets
+// are padded with zeros.
+const minFrame = 60
+
+// txQueue is one transmit queue. gVisor writes from many goroutines; the
+// mutex makes them take turns, so the queue has one driver at a time.
+type txQueue struct {
+	e   *endpoint
+	idx int
+	q   packetio.TxQueue
+	off packetio.OffloadTransmitter // nil unless the device segments and checksums
+
+	mu     sync.Mutex
+	closed bool
+	offs   [1]packetio.Offload
+	hdr    [256]byte // header template while segmenting
+}
+
+func newTxQueue(e *endpoint, i int, q packetio.TxQueue) *txQueue {
+	t := &txQueue{e: e, idx: i, q: q}
+	if o, ok := q.(packetio.OffloadTransmitter); ok && e.caps.Offload {
+		t.off = o
+	}
+	return t
+}
+
+// WritePackets implements stack.LinkWriter. Each packet leaves on the
+// transmit queue matching the receive queue its flow arrives on (or
+// pkt.Hash's, for a flow not seen yet). A packet that finds its queue full
+// waits up to Config.TxWait for room and is then dropped and counted; the
+// error makes TCP schedule a retransmission.
+func (e *endpoint) WritePackets(list stack.PacketBufferList) (int, tcpip.Error) {
+	sent := 0
+	for _, pkt := range list.AsSlice() {
+		q := e.tx[e.pick(pkt)]
+		q.mu.Lock()
+		err := q.write(pkt)
+		q.mu.Unlock()
+		if err != nil {
+			return sent, err
+		}
+		sent++
+	}
+	return sent, nil
+}
+
+func (e *endpoint) pick(pkt *stack.PacketBuffer) int {
+	if len(e.tx) == 1 {
+		return 0
+	}
+	if e.flows != nil {
+		if h, ok := flowHashParts(pkt.NetworkHeader().Slice(), pkt.TransportHeader().Slice()); ok {
+			if q := e.flows[h].Load(); q != 0 {
+				return int(q-1) % len(e.tx)
+			}
+		}
+	}
+	return int(pkt.Hash % uint32(len(e.tx)))
+}
+
+// write sends one packet: a single frame, a super-frame with offload
+// metadata, or MSS-sized segments cut here. Called with q.mu held.
+func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
+	e := q.e
+	st := &e.stats
+	if q.closed {
+		return &tcpip.ErrClosedForSend{}
+	}
+	gso := pkt.GSOOptions
+	isTCPGSO := (gso.Type == stack.GSOTCPv4 || gso.Type == stack.GSOTCPv6) && gso.NeedsCsum
+	dataLen := pkt.Data().Size()
+	size := pkt.Size()
+	segs := 1
+	if isTCPGSO && q.off == nil && gso.MSS > 0 && dataLen > int(gso.MSS) {
+		segs = (dataLen + int(gso.MSS) - 1) / int(gso.MSS)
+	} else if size > e.caps.MaxFrameSize {
+		st.txTooBig.Add(1)
+		return &tcpip.ErrMessageTooLong{}
+	}
+	if !q.room(segs) {
+		st.txDropped.Add(uint64(segs))
+		if err := q.q.Err(); err != nil {
+			return &tcpip.ErrClosedForSend{}
+		}
+		return &tcpip.ErrNoBufferSpace{}
+	}
+	descs := q.q.Alloc(segs)
+	if len(descs) < segs {
+		q.q.Free(descs)
+		st.txDropped.Add(uint64(segs))
+		return &tcpip.ErrNoBufferSpace{}
+	}
+	region := q.q.Region()
+	var bytes uint64
+	var accepted int
+	switch {
+	case segs > 1:
+		bytes = q.segment(pkt, descs, region)
+		accepted = q.q.Transmit(descs)
+		st.gsoPackets.Add(1)
+		st.gsoFrames.Add(uint64(segs))
+	default:
+		frame := region.Writable(descs[0])
+		n := copyPacket(frame, pkt)
+		l4 := e.cfg.hdrLen + len(pkt.NetworkHeader().Slice())
+		q.offs[0] = packetio.Offload{}
+		if isTCPGSO {
+			if q.off != nil {
+				q.offs[0] = offloadFor(gso, l4, pkt.HeaderSize(), dataLen)
+			} else {
+				finishTCPChecksum(frame[e.cfg.hdrLen:size], l4-e.cfg.hdrLen, gso.Type == stack.GSOTCPv6)
+			}
+		}
+		if n < minFrame {
+			clear(frame[n:minFrame])
+			n = minFrame
+		}
+		descs[0].Len = uint32(n)
+		bytes = uint64(n)
+		if q.off != nil {
+			var err error
+			accepted, err = q.off.TransmitOffload(descs, q.offs[:])
+			if err != nil {
+				q.q.Free(descs)
+				st.txDropped.Add(1)
+				e.fail(fmt.Errorf("netstack: transmit queue %d: %w", q.idx, err))
+				return &tcpip.ErrClosedForSend{}
+			}
+			if q.offs[0].Segmented() {
+				st.offloadPackets.Add(1)
+			}
+		} else {
+			accepted = q.q.Transmit(descs)
+		}
+	}
+	if accepted < segs {
+		q.q.Free(descs[accepted:])
+		if accepted == 0 {
+			st.txDropped.Add(uint64(segs))
+			if err := q.q.Err(); err != nil {
+				e.fail(fmt.Errorf("netstack: transmit queue %d: %w", q.idx, err))
+				return &tcpip.ErrClosedForSend{}
+			}
+			return &tcpip.ErrNoBufferSpace{}
+		}
+		// Part of a segmented packet left: the packet counts as sent and
+		// TCP retransmits the tail it does not see acknowledged.
+		st.txPartial.Add(1)
+		st.txDropped.Add(uint64(segs - accepted))
+	}
+	st.txPackets.Add(1)
+	st.txFrames.Add(uint64(accepted))
+	st.txBytes.Add(bytes)
+	return nil
+}
+
+// room completes finished frames and waits, up to Config.TxWait, until the
+// queue can take n frames. It reports false on timeout or a dead queue.
+func (q *txQueue) room(n int) bool {
+	var deadline time.Time
+	for spins := 0; ; spins++ {
+		q.q.Complete(q.q.NumCompleted())
+		if min(q.q.NumFreeSlots(), q.q.NumFreeFrames()) >= n {
+			return true
+		}
+		if err := q.q.Err(); err != nil {
+			q.e.fail(fmt.Errorf("netstack: transmit queue %d: %w", q.idx, err))
+			return false
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			q.e.stats.txWaits.Add(1)
+			deadline = now.Add(q.e.cfg.TxWait)
+		} else if now.After(deadline) {
+			return false
+		}
+		if spins < 16 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// offloadFor describes a TCP packet to a device that finishes checksums
+// and cuts segments.
+func offloadFor(gso stack.GSO, l4, hdrLen, dataLen int) packetio.Offload {
+	o := packetio.Offload{
+		Flags:     packetio.OffloadNeedsCsum,
+		HdrLen:    uint16(hdrLen),
+		CsumStart: uint16(l4),
+		CsumOff:   uint16(gso.CsumOffset),
+	}
+	if dataLen > int(gso.MSS) {
+		o.GSOType = packetio.OffloadGSOTCPv4
+		if gso.Type == stack.GSOTCPv6 {
+			o.GSOType = packetio.OffloadGSOTCPv6
+		}
+		o.GSOSize = gso.MSS
+	}
+	return o
+}
+
+// segment cuts a TCP packet bigger than its MSS into one frame per segment,
+// straight into descs, and returns the bytes built. Each segment gets its
+// own IP length (and IPv4 ID and header checksum), sequence number and TCP
+// checksum; FIN and PSH stay on the last segment only, CWR on the first.
+func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region) uint64 {
+	lh := q.e.cfg.hdrLen
+	nh := len(pkt.NetworkHeader().Slice())
+	th := len(pkt.TransportHeader().Slice())
+	hl := lh + nh + th
+	v6 := pkt.GSOOptions.Type == stack.GSOTCPv6
+	mss := int(pkt.GSOOptions.MSS)
+
+	c := newCursor(pkt)
+	hdr := q.hdr[:hl]
+	c.read(hdr)
+	ip := hdr[lh : lh+nh]
+	tcp := header.TCP(hdr[lh+nh:])
+	seq := tcp.SequenceNumber()
+	flags := tcp.Flags()
+	var id uint16
+	var addrSum uint16
+	if v6 {
+		addrSum = checksum.Checksum(ip[8:40], 0)
+	} else {
+		id = binary.BigEndian.Uint16(ip[4:])
+		addrSum = checksum.Checksum(ip[12:20], 0)
+	}
+
+	left := pkt.Data().Size()
+	var bytes uint64
+	for i := range descs {
+		chunk := min(mss, left)
+		left -= chunk
+		frame := region.Writable(descs[i])
+		copy(frame, hdr)
+		c.read(frame[hl : hl+chunk])
+		fip := frame[lh : lh+nh]
+		if v6 {
+			binary.BigEndian.PutUint16(fip[4:], uint16(th+chunk))
+		} else {
+			binary.BigEndian.PutUint16(fip[2:], uint16(nh+th+chunk))
+			binary.BigEndian.PutUint16(fip[4:], id+uint16(i))
+			fip[10], fip[11] = 0, 0
+			binary.BigEndian.PutUint16(fip[10:], ^checksum.Checksum(fip, 0))
+		}
+		ft := header.TCP(frame[lh+nh : hl+chunk])
+		ft.SetSequenceNumber(seq + uint32(i*mss))
+		f := flags
+		if left > 0 {
+			f &^= header.TCPFlagFin | header.TCPFlagPsh
+		}
+		if i > 0 {
+			f &^= header.TCPFlagCwr
+		}
+		ft.SetFlags(uint8(f))
+		ft.SetChecksum(0)
+		ft.SetChecksum(^checksum.Checksum(ft, pseudoSum(addrSum, uint8(header.TCPProtocolNumber), th+chunk)))
+		n := hl + chunk
+		if n < minFrame {
+			clear(frame[n:minFrame])
+			n = minFrame
+		}
+		descs[i].Len = uint32(n)
+		bytes += uint64(n)
+	}
+	return bytes
+}
+
+// finishTCPChecksum computes the TCP checksum of a whole IP packet in
+// place; l4 is the offset of the TCP header.
+func finishTCPChecksum(p []byte, l4 int, v6 bool) {
+	var addrSum uint16
+	if v6 {
+		addrSum = checksum.Checksum(p[8:40], 0)
+	} else {
+		addrSum = checksum.Checksum(p[12:20], 0)
+	}
+	t := header.TCP(p[l4:])
+	t.SetChecksum(0)
+	t.SetChecksum(^checksum.Checksum(t, pseudoSum(addrSum, uint8(header.TCPProtocolNumber), len(t))))
+}
+
+// copyPacket copies the whole packet, link header first, into frame and
+// returns its length. The caller has checked that it fits.
+func copyPacket(frame []byte, pkt *stack.PacketBuffer) int {
+	c := newCursor(pkt)
+	return c.read(frame[:pkt.Size()])
+}
+
+// cursor reads a packet's bytes view by view without gathering them.
+type cursor struct {
+	v   *buffer.View
+	off int
+}
+
+func newCursor(pkt *stack.PacketBuffer) cursor {
+	vl, skip := pkt.AsViewList()
+	v := vl.Front()
+	for v != nil && skip >= v.Size() {
+		skip -= v.Size()
+		v = v.Next()
+	}
+	return cursor{v: v, off: skip}
+}
+
+func (c *cursor) read(dst []byte) int {
+	n := 0
+	for n < len(dst) && c.v != nil {
+		s := c.v.AsSlice()
+		k := copy(dst[n:], s[c.off:])
+		n += k
+		c.off += k
+		if c.off >= len(s) {
+			c.v, c.off = c.v.Next(), 0
+		}
+	}
+	return n
+}

@@ -1,0 +1,356 @@
+//go:build linux
+
+package netstack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afpacket"
+	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/internal/testenv"
+)
+
+// The veth tests put a stack on one end of a veth pair (host A) through a
+// packetio backend and talk to the kernel's own TCP/IP in the other
+// namespace (host B).
+//
+// Addressing on afpacket: AF_PACKET is a tap, so A's kernel sees every frame
+// the stack sees. The stack therefore uses 10.9.0.3, an address no kernel
+// owns: A's kernel ignores ARP for it and drops TCP to it, where with A's
+// own address 10.9.0.1 it would answer every SYN to the stack's ports with
+// a reset. The stack uses A's MAC, so B's frames reach A's interface
+// without promiscuous mode.
+var (
+	vethKernelA = mustPrefix("10.9.0.1/24")
+	vethKernelB = mustPrefix("10.9.0.2/24")
+	vethStack   = mustPrefix("10.9.0.3/24")
+	// IPv6 the same way: B's kernel has fd09::2, the stack fd09::3, and
+	// A's kernel only its link-local address.
+	vethKernelB6 = mustPrefix("fd09::2/64")
+	vethStack6   = mustPrefix("fd09::3/64")
+)
+
+// vethMode is how the backend is opened.
+type vethMode struct {
+	name string
+	open func(h *netns.Host) (packetio.Device, error)
+	// peerTxOff turns off transmit checksum offload (and with it TSO) on
+	// the kernel's end, for devices that cannot take its super-frames or
+	// partial checksums.
+	peerTxOff bool
+	// groOnA turns on GRO on A's end, so A's kernel merges B's segments
+	// into super-frames before the device sees them.
+	groOnA bool
+	// offload is true when the device segments and checksums for the
+	// stack, false when the stack cuts its own segments.
+	offload bool
+}
+
+var vethModes = []vethMode{
+	{
+		name: "afpacket-gso",
+		open: func(h *netns.Host) (packetio.Device, error) {
+			return afpacket.Open(h.Link, afpacket.WithGSO())
+		},
+		offload: true,
+	},
+	{
+		// B segments and checksums in software; A's kernel merges the
+		// segments again (GRO) and hands the device super-frames with a
+		// partial checksum, as it does behind a NIC with GRO.
+		name: "afpacket-gso-kernel-gro",
+		open: func(h *netns.Host) (packetio.Device, error) {
+			return afpacket.Open(h.Link, afpacket.WithGSO())
+		},
+		peerTxOff: true,
+		groOnA:    true,
+		offload:   true,
+	},
+	{
+		name: "afpacket",
+		open: func(h *netns.Host) (packetio.Device, error) {
+			return afpacket.Open(h.Link)
+		},
+		peerTxOff: true,
+	},
+	{
+		// Two queues each way: a fanout group spreads flows over the
+		// receive queues and replies follow them.
+		name: "afpacket-gso-2-queues",
+		open: func(h *netns.Host) (packetio.Device, error) {
+			return afpacket.Open(h.Link, afpacket.WithGSO(), afpacket.WithQueues(2), afpacket.WithFrames(512))
+		},
+		offload: true,
+	},
+}
+
+// vethStackOn makes the pair, opens the device on A inside A's namespace
+// and starts a stack on it.
+func vethStackOn(t *testing.T, m vethMode) (*netns.Pair, *Stack) {
+	t.Helper()
+	checkGoroutines(t)
+	pair := netns.New(t, netns.WithAddrs(vethKernelA, vethKernelB), netns.WithIPv6())
+	if err := pair.B.Do(func() error { return addNoDAD(pair.B.Link, vethKernelB6) }); err != nil {
+		t.Fatal(err)
+	}
+	if m.peerTxOff {
+		ethtool(t, pair.B, "tx", "off")
+	}
+	if m.groOnA {
+		ethtool(t, pair.A, "gro", "on")
+	}
+	var dev packetio.Device
+	if err := pair.A.Do(func() error {
+		var err error
+		dev, err = m.open(pair.A)
+		return err
+	}); err != nil {
+		t.Fatalf("open %s on %s: %v", m.name, pair.A.Link, err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	s := newStack(t, dev, Config{Addr: vethStack, Addr6: vethStack6, MAC: pair.A.MAC})
+	return pair, s
+}
+
+// addNoDAD gives link an IPv6 address that is usable at once (no duplicate
+// address detection). It runs inside the link's namespace.
+func addNoDAD(link string, p netip.Prefix) error {
+	l, err := netlink.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", link, err)
+	}
+	a := &netlink.Addr{
+		IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 128)},
+		Flags: unix.IFA_F_NODAD,
+	}
+	if err := netlink.AddrAdd(l, a); err != nil {
+		return fmt.Errorf("address %s on %s: %w", p, link, err)
+	}
+	return nil
+}
+
+// family is what a subtest speaks to the kernel: its network and the
+// addresses of the stack and of B's kernel.
+type family struct {
+	name, tcp, udp string
+	stack, kernel  netip.Addr
+}
+
+var families = []family{
+	{"v4", "tcp4", "udp4", vethStack.Addr(), vethKernelB.Addr()},
+	{"v6", "tcp6", "udp6", vethStack6.Addr(), vethKernelB6.Addr()},
+}
+
+// ethtool sets features of h's link with ethtool -K, inside h's namespace.
+func ethtool(t *testing.T, h *netns.Host, features ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("ethtool"); err != nil {
+		testenv.CannotRun(t, "needs ethtool: %v", err)
+	}
+	args := append([]string{"-K", h.Link}, features...)
+	if err := h.Do(func() error {
+		out, err := exec.Command("ethtool", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ethtool %v: %v: %s", args, err, out)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kernelDial connects from B's kernel.
+func kernelDial(t *testing.T, h *netns.Host, network, addr string) net.Conn {
+	t.Helper()
+	var c net.Conn
+	if err := h.Do(func() error {
+		var err error
+		c, err = net.DialTimeout(network, addr, 5*time.Second)
+		return err
+	}); err != nil {
+		t.Fatalf("kernel dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestIntegrationVeth(t *testing.T) {
+	for _, m := range vethModes {
+		t.Run(m.name, func(t *testing.T) {
+			for _, f := range families {
+				t.Run("kernel-client-"+f.name, func(t *testing.T) { vethKernelClient(t, m, f) })
+				t.Run("stack-client-"+f.name, func(t *testing.T) { vethStackClient(t, m, f) })
+				t.Run("udp-"+f.name, func(t *testing.T) { vethUDP(t, m, f) })
+			}
+		})
+	}
+}
+
+// A kernel TCP client talks to a netstack server: 200 small round trips,
+// byte-exact, then 4 MiB each way.
+func vethKernelClient(t *testing.T, m vethMode, f family) {
+	pair, s := vethStackOn(t, m)
+	l, err := s.Listen(f.tcp, ":7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := echoServer(t, l)
+	c := kernelDial(t, pair.B, f.tcp, netip.AddrPortFrom(f.stack, 7).String())
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	buf := make([]byte, 256)
+	for i := range 200 {
+		msg := []byte(fmt.Sprintf("round trip %d %x", i, randomBytes(t, i%64)))
+		if _, err := c.Write(msg); err != nil {
+			t.Fatalf("round trip %d: %v", i, err)
+		}
+		if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil {
+			t.Fatalf("round trip %d: %v", i, err)
+		}
+		if !bytes.Equal(buf[:len(msg)], msg) {
+			t.Fatalf("round trip %d: got %q, want %q", i, buf[:len(msg)], msg)
+		}
+	}
+	echo(t, c, randomBytes(t, 4<<20))
+	c.Close()
+	l.Close()
+	<-done
+	checkClean(t, "stack", s)
+	st := s.Stats()
+	if m.offload && st.OffloadPackets == 0 {
+		t.Errorf("the device segmented nothing for the stack: %+v", st)
+	}
+	if m.groOnA && st.RxSuperFrames == 0 {
+		t.Errorf("A's kernel merged no segments for the stack: %+v", st)
+	}
+	if !m.offload && st.GSOPackets == 0 {
+		t.Errorf("the stack cut no GSO packets: %+v", st)
+	}
+	t.Logf("stack %+v", st)
+}
+
+// The stack dials a kernel listener (resolving the kernel's MAC by ARP) and
+// echoes 4 MiB through it.
+func vethStackClient(t *testing.T, m vethMode, f family) {
+	pair, s := vethStackOn(t, m)
+	var l net.Listener
+	if err := pair.B.Do(func() error {
+		var err error
+		l, err = net.Listen(f.tcp, netip.AddrPortFrom(f.kernel, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	done := echoServer(t, l)
+	c, err := s.Dial(f.tcp, l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo(t, c, randomBytes(t, 4<<20))
+	c.Close()
+	l.Close()
+	<-done
+	checkClean(t, "stack", s)
+}
+
+// Datagrams both ways between a kernel UDP socket and the stack.
+func vethUDP(t *testing.T, m vethMode, f family) {
+	pair, s := vethStackOn(t, m)
+	pc, err := s.ListenPacket(f.udp, ":53")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	var kc net.PacketConn
+	if err := pair.B.Do(func() error {
+		var err error
+		kc, err = net.ListenPacket(f.udp, netip.AddrPortFrom(f.kernel, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	stackAddr := net.UDPAddrFromAddrPort(netip.AddrPortFrom(f.stack, 53))
+	buf := make([]byte, 2048)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pc.SetDeadline(time.Now().Add(30 * time.Second))
+	kc.SetDeadline(time.Now().Add(30 * time.Second))
+	for i := range 50 {
+		size := []int{1, 100, 1000, 1452}[i%4] // 1452: a full frame over IPv6
+		msg := randomBytes(t, size)
+		// Kernel to stack.
+		if _, err := kc.WriteTo(msg, stackAddr); err != nil {
+			t.Fatal(err)
+		}
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("datagram %d to the stack: %v", i, err)
+		}
+		if !bytes.Equal(buf[:n], msg) {
+			t.Fatalf("datagram %d to the stack differs", i)
+		}
+		// Stack to kernel.
+		if _, err := pc.WriteTo(msg, from); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err = kc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("datagram %d to the kernel: %v", i, err)
+		}
+		if !bytes.Equal(buf[:n], msg) {
+			t.Fatalf("datagram %d to the kernel differs", i)
+		}
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+	}
+	checkClean(t, "stack", s)
+}
+
+// Two stacks, one on each end of the pair, over afpacket with GSO: the
+// stacks' own super-frames cross the veth whole, both ways at once.
+func TestIntegrationVethStackToStack(t *testing.T) {
+	pair, a := vethStackOn(t, vethModes[0])
+	var dev packetio.Device
+	if err := pair.B.Do(func() error {
+		var err error
+		dev, err = afpacket.Open(pair.B.Link, afpacket.WithGSO())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	b := newStack(t, dev, Config{Addr: mustPrefix("10.9.0.4/24"), Addr6: mustPrefix("fd09::4/64"), MAC: pair.B.MAC})
+	l, err := a.Listen("tcp", ":7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := echoServer(t, l)
+	for _, addr := range []string{"10.9.0.3:7", "[fd09::3]:7"} {
+		c, err := b.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, c, randomBytes(t, 16<<20))
+		c.Close()
+	}
+	l.Close()
+	<-done
+	checkClean(t, "A", a)
+	checkClean(t, "B", b)
+	if a.Stats().RxSuperFrames == 0 || b.Stats().RxSuperFrames == 0 {
+		t.Errorf("no super-frames crossed: A %+v, B %+v", a.Stats(), b.Stats())
+	}
+}
