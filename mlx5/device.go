@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/affinity"
 	"github.com/packetio/packetio/internal/pool"
 	"github.com/packetio/packetio/mlx5/internal/clock"
 	"github.com/packetio/packetio/mlx5/internal/dv"
@@ -24,7 +25,9 @@ import (
 // Device is an open mlx5 device: packetio.Device plus what Open decided.
 type Device struct {
 	*queue.Device
-	info Info
+	info      Info
+	place     *affinity.Placement
+	pinFailed atomic.Uint64
 }
 
 var (
@@ -49,10 +52,17 @@ type Info struct {
 	RxQueues     int      // receive queues
 	Steering     []string // one line per flow rule installed
 	Clock        bool     // receive timestamps available
+	Placement    string   // how queue goroutines are placed on CPUs
+	PinFailures  uint64   // pins the kernel refused (the goroutine ran unpinned)
 }
 
 // Info returns what Open found and decided.
-func (d *Device) Info() Info { return d.info }
+func (d *Device) Info() Info {
+	in := d.info
+	in.Placement = d.place.String()
+	in.PinFailures = d.pinFailed.Load()
+	return in
+}
 
 // String is Info in one line.
 func (i Info) String() string {
@@ -178,9 +188,14 @@ func Open(ifname string, opts ...Option) (dev *Device, err error) {
 		next += n
 		return p, err
 	}
-	pl := newPlacement(c.cpus)
+	var place *affinity.Placement
+	if len(c.cpus) > 0 {
+		if place, err = affinity.New(ifname, c.cpus); err != nil {
+			return nil, fmt.Errorf("mlx5 %s: %v: %w", ifname, err, packetio.ErrUnsupported)
+		}
+	}
 
-	d := &Device{Device: &queue.Device{}}
+	d := &Device{Device: &queue.Device{}, place: place}
 	var hwRx []*dv.RxQueue
 	var csum uint8
 	if c.csum {
@@ -211,7 +226,7 @@ func Open(ifname string, opts ...Option) (dev *Device, err error) {
 			return nil, err
 		}
 		q, err := queue.NewTx(queue.TxConfig{Name: fmt.Sprintf("mlx5 %s tx %d", ifname, i), Rings: rings, Region: reg, Pool: p,
-			Pin: pl.pin, Backend: map[string]uint64{"qpn": uint64(qpn), "sq_blocks": uint64(rings[0].Blocks()), "inline_bytes": uint64(plan.inline)}})
+			Pin: pinner(place, &d.pinFailed), Backend: map[string]uint64{"qpn": uint64(qpn), "sq_blocks": uint64(rings[0].Blocks()), "inline_bytes": uint64(plan.inline)}})
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +253,7 @@ func Open(ifname string, opts ...Option) (dev *Device, err error) {
 		if err != nil {
 			return nil, err
 		}
-		q, err := queue.NewRx(queue.RxConfig{Name: fmt.Sprintf("mlx5 %s rx %d", ifname, i), Ring: r, Region: reg, Pool: p, Stamps: clk.OK(), Pin: pl.pin,
+		q, err := queue.NewRx(queue.RxConfig{Name: fmt.Sprintf("mlx5 %s rx %d", ifname, i), Ring: r, Region: reg, Pool: p, Stamps: clk.OK(), Pin: pinner(place, &d.pinFailed),
 			Backend: map[string]uint64{"cqn": uint64(hq.CQN), "rq_entries": uint64(r.Entries())}})
 		if err != nil {
 			return nil, err
@@ -297,36 +312,13 @@ func hint(err error) error {
 	return err
 }
 
-// placement pins the goroutine that first drives a queue.
-type placement struct {
-	mu    sync.Mutex
-	cpus  []int
-	next  int
-	byTID map[int]int
-}
-
-func newPlacement(cpus []int) *placement {
-	return &placement{cpus: cpus, byTID: map[int]int{}}
-}
-
-// pin is the queues' first-use hook: it locks the calling goroutine to its
-// thread and pins the thread to the next CPU, unless the thread already has
-// one. Without CPUs it does nothing.
-func (p *placement) pin() {
-	if len(p.cpus) == 0 {
-		return
-	}
-	runtime.LockOSThread()
-	tid := syscall.Gettid()
-	p.mu.Lock()
-	cpu, ok := p.byTID[tid]
-	if !ok {
-		cpu = p.cpus[p.next%len(p.cpus)]
-		p.next++
-		p.byTID[tid] = cpu
-	}
-	p.mu.Unlock()
-	if !ok {
-		setAffinity(cpu)
+// pinner is the queues' first-use hook: it pins the goroutine that first
+// drives a queue with place (a nil place leaves it to the scheduler) and
+// counts a pin the kernel refused, which Info reports.
+func pinner(place *affinity.Placement, failed *atomic.Uint64) func() {
+	return func() {
+		if _, err := place.Pin(); err != nil {
+			failed.Add(1)
+		}
 	}
 }

@@ -140,7 +140,9 @@ func WithSteering(f packetio.SteeringFilter) Option {
 
 // WithAffinity pins the goroutine that first drives each queue to the next
 // CPU of cpus, in order; a goroutine driving several queues keeps its first
-// CPU. Without it no goroutine is pinned.
+// CPU. Every CPU must be in the process's affinity mask (Open refuses one
+// that is not), and a goroutine that finds every CPU taken runs unpinned and
+// is counted in Info().PinFailures. Without it no goroutine is pinned.
 func WithAffinity(cpus ...int) Option {
 	return func(c *config) error {
 		if len(cpus) == 0 {
