@@ -56,6 +56,9 @@ type vethMode struct {
 	// offload is true when the device segments and checksums for the
 	// stack, false when the stack cuts its own segments.
 	offload bool
+	// warmup, when set, runs before the goroutine baseline is taken, to
+	// start what a backend keeps for the whole process (DPDK's EAL).
+	warmup func(t *testing.T)
 }
 
 var vethModes = []vethMode{
@@ -100,6 +103,9 @@ var vethModes = []vethMode{
 // and starts a stack on it.
 func vethStackOn(t *testing.T, m vethMode) (*netns.Pair, *Stack) {
 	t.Helper()
+	if m.warmup != nil {
+		m.warmup(t)
+	}
 	checkGoroutines(t)
 	pair := netns.New(t, netns.WithAddrs(vethKernelA, vethKernelB), netns.WithIPv6())
 	if err := pair.B.Do(func() error { return addNoDAD(pair.B.Link, vethKernelB6) }); err != nil {
