@@ -31,6 +31,7 @@ type Device struct {
 	rx     []*rxQueue
 	peer   *Device
 	drop   func([]byte) bool
+	wire   func(frames [][]byte, order []int) []int
 
 	closed    atomic.Bool
 	done      chan struct{}
@@ -50,6 +51,7 @@ type config struct {
 	frameSize int
 	ringSize  int
 	drop      func([]byte) bool
+	wire      func(frames [][]byte, order []int) []int
 }
 
 // Option changes how New builds the pipe. The zero configuration is one
@@ -72,8 +74,28 @@ func WithRingSize(n int) Option { return func(c *config) { c.ringSize = n } }
 // WithDrop installs a loss hook: the wire calls it with every frame's bytes
 // (from either end) and drops the frame when it returns true. Dropped frames
 // are counted in the receiver's Backend["wire_dropped"]. The hook runs on the
-// transmitting goroutine and must not keep the slice.
+// transmitting goroutine and must not keep or modify the slice.
 func WithDrop(drop func(frame []byte) bool) Option { return func(c *config) { c.drop = drop } }
+
+// WithWire installs a wire model that sees each transmitted batch whole and
+// decides what arrives and in which order: it is given the batch's frames
+// and returns, appended to order (scratch it may use), the indexes of the
+// frames as they arrive. An index left out is a lost frame (counted in the
+// receiver's Backend["wire_dropped"]); an index given twice is a duplicate.
+// So it can reorder, lose and duplicate. It runs on the transmitting
+// goroutine, must not keep or modify the frames, and is applied before
+// WithDrop.
+//
+//	// swap every pair of frames; an odd last one arrives last
+//	pipe.WithWire(func(f [][]byte, order []int) []int {
+//		for i := range f {
+//			order = append(order, min(i^1, len(f)-1))
+//		}
+//		return order
+//	})
+func WithWire(wire func(frames [][]byte, order []int) []int) Option {
+	return func(c *config) { c.wire = wire }
+}
 
 // New returns two devices joined back to back.
 func New(opts ...Option) (a, b packetio.Device, err error) {
@@ -122,7 +144,7 @@ func (c *config) check() error {
 const maxQueues = 64
 
 func newDevice(name string, c *config) (*Device, error) {
-	d := &Device{name: name, region: newRegion(c.frames, c.frameSize), drop: c.drop, done: make(chan struct{})}
+	d := &Device{name: name, region: newRegion(c.frames, c.frameSize), drop: c.drop, wire: c.wire, done: make(chan struct{})}
 	// Transmit queues take the front of the region and receive queues the
 	// back, each an equal share; the first queues take the remainder so no
 	// frame belongs to nobody.

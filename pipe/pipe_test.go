@@ -87,6 +87,48 @@ func TestDropHookAndNoBufferAreCounted(t *testing.T) {
 	}
 }
 
+func TestConformReorderingWire(t *testing.T) {
+	swap := pipe.WithWire(func(f [][]byte, order []int) []int {
+		for i := range f {
+			order = append(order, min(i^1, len(f)-1))
+		}
+		return order
+	})
+	open, peer := conformPair(swap)
+	conform.Run(t, open, conform.WithPeer(peer))
+}
+
+func TestWireReordersLosesAndDuplicates(t *testing.T) {
+	// Frame i of a batch arrives as: 3, 1, 1, 0 and a bogus index; 2 is lost.
+	a, b, err := pipe.New(pipe.WithWire(func(f [][]byte, order []int) []int {
+		return append(order, 3, 1, 1, 0, 99)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	rx := b.RxQueue(0)
+	rx.Fill(16)
+	if n, err := a.TxQueue(0).SendFunc(4, func(i int, f []byte) int { f[0] = byte(i); return 60 }); n != 4 || err != nil {
+		t.Fatalf("SendFunc = %d, %v", n, err)
+	}
+	rx.Poll(time.Second)
+	var got []byte
+	descs := rx.Receive(16)
+	for _, d := range descs {
+		got = append(got, rx.Region().Frame(d)[0])
+	}
+	rx.Recycle(descs)
+	if string(got) != string([]byte{3, 1, 1, 0}) {
+		t.Fatalf("arrived in order %v, want [3 1 1 0]", got)
+	}
+	// Frame 2 was never named and index 99 names nothing: two losses.
+	if s, _ := rx.Stats(); s.Backend["wire_dropped"] != 2 {
+		t.Fatalf("wire_dropped %d, want 2", s.Backend["wire_dropped"])
+	}
+}
+
 // A program written against packetio, tested with a pipe: no root, no NIC.
 func Example() {
 	a, b, err := pipe.New()

@@ -20,6 +20,9 @@ type txQueue struct {
 	pending []packetio.Desc
 	alloc   []packetio.Desc
 	addrs   []uint64
+	frames  [][]byte // wire scratch: the batch's bytes
+	order   []int    // wire scratch: the WithWire hook's answer
+	named   []bool   // wire scratch: which frames the answer named
 
 	packets, bytes, completed, batches atomic.Uint64
 	ringFull, poolEmpty, rejected      atomic.Uint64
@@ -32,6 +35,9 @@ func newTxQueue(d *Device, i int, p *pool.Frames, ring int) *txQueue {
 		pending: make([]packetio.Desc, 0, ring),
 		alloc:   make([]packetio.Desc, 0, ring),
 		addrs:   make([]uint64, 0, ring),
+		frames:  make([][]byte, 0, ring),
+		order:   make([]int, 0, 2*ring),
+		named:   make([]bool, ring),
 	}
 }
 
@@ -90,7 +96,8 @@ func (q *txQueue) Transmit(descs []packetio.Desc) int {
 }
 
 // wire copies frames into the frames the far side posted, as a NIC writes
-// into posted buffers, and publishes them to its receive ring.
+// into posted buffers, and publishes them to its receive ring. A WithWire
+// hook decides the order they arrive in, and which are lost or doubled.
 func (q *txQueue) wire(sent []packetio.Desc) {
 	rx := q.lane
 	if rx == nil || rx.dev.closed.Load() {
@@ -98,36 +105,64 @@ func (q *txQueue) wire(sent []packetio.Desc) {
 		return
 	}
 	src := q.dev.region
-	dst := rx.dev.region
-	var dropped, wireDropped, tooBig uint64
+	q.frames = q.frames[:0]
 	for _, d := range sent {
-		frame := src.mem[d.Addr : d.Addr+uint64(d.Len)]
-		if q.dev.drop != nil && q.dev.drop(frame) {
-			wireDropped++
-			continue
+		q.frames = append(q.frames, src.mem[d.Addr:d.Addr+uint64(d.Len):d.Addr+uint64(d.Len)])
+	}
+	var c wireCounts
+	if q.dev.wire == nil {
+		for _, f := range q.frames {
+			q.deliver(rx, f, &c)
 		}
-		if int(d.Len) > dst.frameSize {
-			tooBig++
-			continue
+	} else {
+		q.order = q.dev.wire(q.frames, q.order[:0])
+		named := q.named[:len(q.frames)]
+		clear(named)
+		for _, i := range q.order {
+			if i < 0 || i >= len(q.frames) {
+				c.wireDropped++ // a hook naming no frame
+				continue
+			}
+			named[i] = true
+			q.deliver(rx, q.frames[i], &c)
 		}
-		if rx.fill.ready() == 0 || rx.ring.free() == 0 {
-			dropped++ // no buffer posted: the far NIC drops it
-			continue
+		for _, ok := range named {
+			if !ok {
+				c.wireDropped++ // never named: lost on the wire
+			}
 		}
-		addr := rx.fill.take()
-		copy(dst.mem[addr:], frame)
-		rx.ring.push(packetio.Desc{Addr: addr, Len: d.Len})
 	}
 	rx.fill.release()
 	rx.ring.publish()
-	if dropped|wireDropped|tooBig != 0 {
-		rx.dropped.Add(dropped)
-		rx.wireDropped.Add(wireDropped)
-		rx.tooBig.Add(tooBig)
+	if c != (wireCounts{}) {
+		rx.dropped.Add(c.dropped)
+		rx.wireDropped.Add(c.wireDropped)
+		rx.tooBig.Add(c.tooBig)
 	}
 	select {
 	case rx.notify <- struct{}{}:
 	default:
+	}
+}
+
+// wireCounts are the losses of one batch, added to the receiver's counters
+// once.
+type wireCounts struct{ dropped, wireDropped, tooBig uint64 }
+
+// deliver puts one frame into the next buffer rx posted.
+func (q *txQueue) deliver(rx *rxQueue, frame []byte, c *wireCounts) {
+	dst := rx.dev.region
+	switch {
+	case q.dev.drop != nil && q.dev.drop(frame):
+		c.wireDropped++
+	case len(frame) > dst.frameSize:
+		c.tooBig++
+	case rx.fill.ready() == 0 || rx.ring.free() == 0:
+		c.dropped++ // no buffer posted: the far NIC drops it
+	default:
+		addr := rx.fill.take()
+		copy(dst.mem[addr:], frame)
+		rx.ring.push(packetio.Desc{Addr: addr, Len: uint32(len(frame))})
 	}
 }
 
