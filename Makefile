@@ -3,7 +3,7 @@
 
 GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-DEBS        := libdpdk-dev libibverbs-dev libpcap-dev pkg-config ethtool
+DEBS        := libdpdk-dev libibverbs-dev libpcap-dev pkg-config ethtool dpdk-dev
 REQUIRED    := PACKETIO_CONFORM_REQUIRED=1
 
 .PHONY: test deps lint unit checked tagged netstack hello

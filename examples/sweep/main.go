@@ -1,0 +1,466 @@
+// Command sweep measures every packetio backend built into it through the
+// same three loops, transmit, receive and forward, on a veth pair between
+// two throwaway namespaces it makes itself, and writes the result as a
+// Markdown table (stdout), CSV and an SVG bar chart.
+//
+// Every cell is the median over -passes of a fixed -window after a -warmup:
+// packets per second (transmit counted at the sender, receive at the
+// receive loop, forward as frames sent back out) and the whole machine's CPU
+// in cores, with its soft-interrupt share. In the same pass it measures a
+// baseline that does not use packetio, plain kernel UDP sockets moving
+// batches with sendmmsg and recvmmsg (forward: a UDP relay), and every cell
+// carries its ratio to that baseline. Where dpdk-testpmd is installed, it
+// adds a testpmd column over DPDK's net_af_packet on the same veth.
+//
+// Receive and forward are fed from the peer namespace. The source the
+// project specifies, the kernel's live-frames generator, needs BPF; this
+// build feeds with an afpacket transmitter on the peer instead and says so
+// in its output. The feeder interface is where the other source plugs in.
+//
+//	sudo go run ./examples/sweep
+//	sudo go run -tags dpdk ./examples/sweep -queues 1 -passes 5 -out /tmp/perf
+//
+// Output files: with -out DIR, DIR/sweep.md, DIR/sweep.csv and
+// DIR/sweep.svg; -csv and -svg name a file each instead. With none of the
+// three, the files go to a new directory under $TMPDIR (printed), so a run
+// never litters the working tree.
+//
+// Exit status: 0 when every cell was measured (cells that cannot run here,
+// such as a missing testpmd, are skipped with a reason and do not count),
+// 1 when setup failed or a cell failed (the table is still written), 2 for
+// bad flags, 130 when interrupted (after the host is restored).
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/testbed"
+)
+
+type options struct {
+	backends       []string
+	loops          []string
+	queues         []int
+	passes         int
+	size           int // on the wire, with FCS
+	flows, batch   int
+	warmup, window time.Duration
+	testpmd        string // name or path; "" for none
+	out, csv, svg  string
+}
+
+// exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+func main() {
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(exitOK)
+		}
+		fmt.Fprintln(os.Stderr, "sweep:", err)
+		os.Exit(exitUsage)
+	}
+	ctx, stop := testbed.Interrupted()
+	defer stop()
+	os.Exit(sweepMain(ctx, o, commandLine(), os.Stdout, os.Stderr))
+}
+
+// sweepMain runs the sweep, writes the outputs and returns the exit code.
+func sweepMain(ctx context.Context, o options, command string, stdout, stderr io.Writer) int {
+	t, err := run(ctx, o, command, stderr)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "sweep: interrupted; the host is restored")
+		return exitInterrupted
+	}
+	if t == nil {
+		fmt.Fprintln(stderr, "sweep:", err)
+		return exitFailed
+	}
+	code := exitOK
+	if err != nil {
+		fmt.Fprintln(stderr, "sweep:", err)
+		code = exitFailed
+	}
+	if werr := t.markdown(stdout); werr != nil {
+		fmt.Fprintln(stderr, "sweep: write table:", werr)
+		return exitFailed
+	}
+	if werr := writeFiles(t, o, stderr); werr != nil {
+		fmt.Fprintln(stderr, "sweep:", werr)
+		return exitFailed
+	}
+	return code
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	var backends, loopList, queues string
+	fs.StringVar(&backends, "backends", strings.Join(backend.Names(), ","), "packetio backends to measure (built in: "+strings.Join(backend.Names(), ", ")+"; dpdk needs -tags dpdk)")
+	fs.StringVar(&loopList, "loops", strings.Join(loops, ","), "loops to run")
+	fs.StringVar(&queues, "queues", "1,2", "queue counts to run, each a row")
+	fs.IntVar(&o.passes, "passes", 3, "passes; each cell reports the median")
+	fs.IntVar(&o.size, "size", 64, "frame size on the wire in bytes, FCS included (64 is a 60-byte frame)")
+	fs.IntVar(&o.flows, "flows", 64, "UDP flows (source ports) per sender, so fanout and SO_REUSEPORT spread them")
+	fs.IntVar(&o.batch, "batch", 256, "most packets per send or receive call, in every loop and the baseline")
+	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "time each cell runs before it is measured")
+	fs.DurationVar(&o.window, "window", 2*time.Second, "time each cell is measured over")
+	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd column ("" for none); skipped with a note when not found`)
+	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
+	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
+	fs.StringVar(&o.svg, "svg", "", "SVG chart file (default: sweep.svg in the output directory)")
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, `usage: sweep [flags]   (as root)
+
+Measures every packetio backend built in through three loops on a veth pair
+between two throwaway namespaces it makes and removes:
+  transmit  the measured side sends; counted at the sender
+  receive   the peer floods the measured side; counted in its receive loop
+  forward   the peer floods; the measured side rewrites each IPv4 frame in
+            place (TTL, checksum, MACs) and sends it back out
+Receive and forward are fed by an afpacket transmitter on the peer (the
+kernel live-frames source the project specifies needs BPF).
+Each cell: median Mpps over -passes windows, whole-machine cores (user, sys
+and softirq from /proc/stat, the feeder included) with the softirq share,
+and the ratio to a kernel UDP socket baseline (sendmmsg/recvmmsg) measured
+in the same pass. A testpmd column is added when dpdk-testpmd is installed.
+
+Output: the Markdown table on stdout; sweep.md, sweep.csv and sweep.svg in
+-out (default: a new directory under $TMPDIR); -csv and -svg name a file each.
+Ctrl-C stops cleanly and restores the host.
+Exit status: 0 all cells measured (skips with a reason are fine), 1 setup or
+a cell failed (the table is still written), 2 bad flags, 130 interrupted.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o.backends = splitList(backends)
+	for _, b := range o.backends {
+		if !slices.Contains(backend.Names(), b) {
+			// Not registered: Open opens nothing and says why (which tag).
+			_, err := backend.Open(b, "", backend.Config{})
+			return o, fmt.Errorf("-backends: %w", err)
+		}
+	}
+	o.loops = splitList(loopList)
+	for _, l := range o.loops {
+		if !slices.Contains(loops, l) {
+			return o, fmt.Errorf("-loops: unknown loop %q (have %s)", l, strings.Join(loops, ", "))
+		}
+	}
+	for _, s := range splitList(queues) {
+		q, err := strconv.Atoi(s)
+		if err != nil || q < 1 || q > 16 {
+			return o, fmt.Errorf("-queues: %q is not a count from 1 to 16", s)
+		}
+		o.queues = append(o.queues, q)
+	}
+	switch {
+	case len(o.queues) == 0 || len(o.loops) == 0:
+		return o, errors.New("-queues and -loops must not be empty")
+	case o.passes < 1 || o.passes > 100:
+		return o, fmt.Errorf("-passes %d: 1 to 100", o.passes)
+	case o.size < 64 || o.size > 1518:
+		return o, fmt.Errorf("-size %d: 64 to 1518 bytes on the wire", o.size)
+	case o.flows < 1 || o.flows > 254:
+		return o, fmt.Errorf("-flows %d: 1 to 254", o.flows)
+	case o.batch < 1 || o.batch > 1024:
+		return o, fmt.Errorf("-batch %d: 1 to 1024", o.batch)
+	case o.warmup < 0 || o.window < 100*time.Millisecond:
+		return o, errors.New("-warmup must not be negative and -window at least 100ms")
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// commandLine is how this program was run, as a user would type it.
+func commandLine() string {
+	cmd := filepath.Base(os.Args[0])
+	if strings.Contains(os.Args[0], "go-build") {
+		cmd = "go run ./examples/sweep"
+		if slices.Contains(backend.Names(), "dpdk") {
+			cmd = "go run -tags dpdk ./examples/sweep"
+		}
+	}
+	if len(os.Args) > 1 {
+		cmd += " " + strings.Join(os.Args[1:], " ")
+	}
+	return cmd
+}
+
+// run builds the pair and the feeder and measures every cell. It returns
+// the table whenever it got as far as measuring, with an error if a cell
+// failed.
+func run(ctx context.Context, o options, command string, log io.Writer) (t *table, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	hadRunDir := exists(dpdkRunDir)
+	defer func() {
+		if rerr := removeTestpmdRuntime(); rerr != nil && err == nil {
+			err = rerr
+		}
+		if !hadRunDir {
+			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
+		}
+	}()
+	bed, err := testbed.Setup("", log)
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	defer func() {
+		if cerr := bed.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("testbed: %w", cerr)
+		}
+	}()
+	macA, err := macIn(bed.In, bed.Name)
+	if err != nil {
+		return nil, err
+	}
+	macB, err := macIn(bed.InPeer, bed.Peer)
+	if err != nil {
+		return nil, err
+	}
+	feed, err := newAfpacketFeeder(bed, macB, o.size-4, o.flows)
+	if err != nil {
+		return nil, err
+	}
+	defer feed.close()
+	e := &env{bed: bed, feed: feed, macA: macA, macB: macB, size: o.size - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window}
+
+	t = &table{header: machine(command)}
+	t.size, t.passes, t.warmup, t.window, t.feeder = o.size, o.passes, o.warmup.String(), o.window.String(), feed.describe()
+	t.notes = append(t.notes, "kernel: plain UDP sockets in the measured namespace, one per queue, sendmmsg/recvmmsg in batches of "+strconv.Itoa(o.batch)+
+		"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to the peer)")
+	columns := []string{colKernel}
+	for _, b := range o.backends {
+		columns = append(columns, b)
+		t.notes = append(t.notes, packetioNote(b))
+	}
+	if !slices.Contains(backend.Names(), "dpdk") {
+		t.notes = append(t.notes, "dpdk: not built in (build with -tags dpdk for its column)")
+	}
+	pmd := ""
+	if o.testpmd != "" {
+		if p, err := exec.LookPath(o.testpmd); err != nil {
+			t.notes = append(t.notes, fmt.Sprintf("testpmd: column skipped, %s not found (Debian's dpdk package installs it)", o.testpmd))
+		} else if _, err := exec.LookPath("nsenter"); err != nil {
+			t.notes = append(t.notes, "testpmd: column skipped, nsenter not found (util-linux) to run it inside the namespace")
+		} else {
+			pmd = p
+			columns = append(columns, colTestpmd)
+			t.notes = append(t.notes, "testpmd: dpdk-testpmd over net_af_packet on the same veth, in the namespace, one forwarding lcore: txonly (UDP to the peer), rxonly, and mac forwarding (MACs rewritten, IP untouched) for forward; rate from its port counters, read once a second, so its window is at least "+testpmdMinWindow.String())
+		}
+	} else {
+		t.notes = append(t.notes, "testpmd: column not asked for (-testpmd \"\")")
+	}
+	for _, l := range o.loops {
+		for _, q := range o.queues {
+			for _, c := range columns {
+				t.cells = append(t.cells, &cell{loop: l, column: c, queues: q})
+			}
+		}
+	}
+	t.order()
+
+	var failures []error
+	for pass := 1; pass <= o.passes; pass++ {
+		for _, c := range t.cells {
+			if c.note != "" && !c.failed { // skipped for good
+				continue
+			}
+			s, err := e.runCell(ctx, c, pmd)
+			if ctx.Err() != nil {
+				return t, ctx.Err()
+			}
+			switch {
+			case errors.Is(err, errSkip):
+				c.note = err.Error()
+				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-8s skipped: %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
+			case err != nil:
+				if !c.failed {
+					c.note, c.failed = "failed: "+err.Error(), true
+					failures = append(failures, fmt.Errorf("%s %dq %s: %w", c.loop, c.queues, c.column, err))
+				}
+				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-8s FAILED: %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
+			default:
+				c.passes = append(c.passes, s)
+				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-8s %7.3f Mpps  %.2f cores (%.2f softirq)\n", pass, o.passes, c.loop, c.queues, c.column, s.mpps, s.cores, s.softirq)
+			}
+		}
+	}
+	return t, errors.Join(failures...)
+}
+
+// runCell measures one pass of one cell.
+func (e *env) runCell(ctx context.Context, c *cell, testpmd string) (sample, error) {
+	var r running
+	var err error
+	switch c.column {
+	case colKernel:
+		r, err = e.startKernel(ctx, c.loop, c.queues)
+	case colTestpmd:
+		r, err = e.startTestpmd(ctx, testpmd, c.loop, c.queues)
+	default:
+		r, err = e.startPacketio(ctx, c.column, c.loop, c.queues)
+	}
+	if err != nil {
+		return sample{}, err
+	}
+	window := e.window
+	if c.column == colTestpmd {
+		window = max(window, testpmdMinWindow)
+	}
+	s, merr := measure(ctx, r, e.warmup, window)
+	serr := r.stop()
+	if merr != nil {
+		return sample{}, merr
+	}
+	if serr != nil {
+		return sample{}, serr
+	}
+	if s.mpps == 0 {
+		return s, errors.New("no packets in the window")
+	}
+	return s, nil
+}
+
+// macIn reads an interface's MAC where in runs code.
+func macIn(in func(func() error) error, name string) (net.HardwareAddr, error) {
+	var mac net.HardwareAddr
+	err := in(func() error {
+		ifc, err := net.InterfaceByName(name)
+		if err == nil {
+			mac = ifc.HardwareAddr
+		}
+		return err
+	})
+	if err == nil && len(mac) != 6 {
+		err = errors.New("no Ethernet address")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("MAC of %s: %w", name, err)
+	}
+	return mac, nil
+}
+
+// machine describes where the sweep runs.
+func machine(command string) header {
+	h := header{date: time.Now().UTC().Format("2006-01-02 15:04 MST"), cpus: runtime.NumCPU(), command: command, cpu: "unknown CPU", kernel: "unknown"}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	return h
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// writeFiles writes the Markdown, CSV and SVG files the options ask for.
+func writeFiles(t *table, o options, log io.Writer) error {
+	dir := o.out
+	if dir == "" && o.csv == "" && o.svg == "" {
+		d, err := os.MkdirTemp("", "sweep-")
+		if err != nil {
+			return fmt.Errorf("output directory: %w", err)
+		}
+		dir = d
+	}
+	type file struct {
+		path  string
+		write func(io.Writer) error
+	}
+	var files []file
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("output directory: %w", err)
+		}
+		files = append(files, file{filepath.Join(dir, "sweep.md"), t.markdown})
+		if o.csv == "" {
+			o.csv = filepath.Join(dir, "sweep.csv")
+		}
+		if o.svg == "" {
+			o.svg = filepath.Join(dir, "sweep.svg")
+		}
+	}
+	if o.csv != "" {
+		files = append(files, file{o.csv, t.csv})
+	}
+	if o.svg != "" {
+		files = append(files, file{o.svg, t.svg})
+	}
+	for _, f := range files {
+		if err := writeFile(f.path, f.write); err != nil {
+			return err
+		}
+		fmt.Fprintln(log, "wrote", f.path)
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	w := bufio.NewWriter(f)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

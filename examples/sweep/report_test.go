@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"flag"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/packetio/packetio/examples/internal/metrics"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{1, 1, 100}, 1},
+		{[]float64{0, 0}, 0},
+	} {
+		in := append([]float64(nil), tc.in...)
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+		for i := range in {
+			if in[i] != tc.in[i] {
+				t.Fatalf("median reordered its input: %v", tc.in)
+			}
+		}
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median of nothing is a number")
+	}
+}
+
+func TestRatio(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		a, b, want float64
+	}{
+		{2, 1, 2},
+		{1, 4, 0.25},
+		{1, 0, nan},
+		{nan, 1, nan},
+		{1, nan, nan},
+	} {
+		got := ratio(tc.a, tc.b)
+		if got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
+			t.Errorf("ratio(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestSampleOf(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	a := metrics.Sample{When: t0, CPU: metrics.CPUTime{User: 100, System: 100, Idle: 1000}}
+	b := metrics.Sample{When: t0.Add(2 * time.Second), CPU: metrics.CPUTime{User: 200, System: 150, SoftIRQ: 50, Idle: 1200}}
+	s := sampleOf(3_000_000, a, b)
+	if s.mpps != 1.5 || s.cores != 1 || s.softirq != 0.25 {
+		t.Fatalf("sampleOf = %+v", s)
+	}
+	if (sampleOf(5, b, b) != sample{}) {
+		t.Fatal("zero interval gave a rate")
+	}
+}
+
+// fixture is a small table with every kind of cell: measured, skipped,
+// failed, a baseline, a testpmd column.
+func fixture() *table {
+	nan := math.NaN()
+	t := &table{header: header{
+		date: "2026-11-30 12:00 UTC", cpu: "Test CPU", kernel: "6.18.0", command: "sweep -passes 3",
+		cpus: 2, size: 64, passes: 3, warmup: "500ms", window: "2s", feeder: "fed by a test feeder",
+		notes: []string{"a note"},
+	}}
+	t.cells = []*cell{
+		{loop: loopFwd, column: "afpacket", queues: 1, passes: []sample{{0.8, 1.5, 0.7, 0.9}, {0.9, 1.6, 0.8, 0.9}, {0.7, 1.4, 0.6, 0.9}}},
+		{loop: loopTx, column: colTestpmd, queues: 1, passes: []sample{{0.9, 1, 0.5, nan}}},
+		{loop: loopTx, column: "afpacket", queues: 1, passes: []sample{{1.2, 1, 0.6, nan}, {1.0, 1.2, 0.7, nan}, {1.1, 1.1, 0.65, nan}}},
+		{loop: loopTx, column: colKernel, queues: 1, passes: []sample{{0.5, 1, 0.5, nan}, {0.55, 1, 0.5, nan}, {0.45, 1, 0.5, nan}}},
+		{loop: loopFwd, column: colKernel, queues: 1, note: "failed: boom", failed: true},
+		{loop: loopRx, column: "afpacket", queues: 2, note: "skipped: cannot"},
+		{loop: loopRx, column: colKernel, queues: 2, passes: []sample{{0.4, 1.2, 0.5, 0.8}}},
+	}
+	t.order()
+	return t
+}
+
+func TestOrder(t *testing.T) {
+	var got []string
+	for _, c := range fixture().cells {
+		got = append(got, c.loop+"/"+c.column)
+	}
+	want := "transmit/kernel transmit/afpacket transmit/testpmd receive/kernel receive/afpacket forward/kernel forward/afpacket"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("order %q\nwant  %q", strings.Join(got, " "), want)
+	}
+}
+
+func TestSummaries(t *testing.T) {
+	tb := fixture()
+	sums := tb.summaries()
+	check := func(i int, mpps, ratio, cores float64) {
+		t.Helper()
+		s := sums[i]
+		eq := func(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) || math.Abs(a-b) < 1e-9 }
+		if !eq(s.mpps, mpps) || !eq(s.ratio, ratio) || !eq(s.cores, cores) {
+			t.Errorf("%s/%s: mpps %v ratio %v cores %v, want %v %v %v", tb.cells[i].loop, tb.cells[i].column, s.mpps, s.ratio, s.cores, mpps, ratio, cores)
+		}
+	}
+	nan := math.NaN()
+	check(0, 0.5, 1, 1)     // the baseline against itself
+	check(1, 1.1, 2.2, 1.1) // medians of each measure
+	check(2, 0.9, 1.8, 1)   // one pass
+	check(4, nan, nan, nan) // skipped
+	check(6, 0.8, nan, 1.5) // its baseline failed: no ratio
+	if !math.IsNaN(sums[1].offered) || sums[6].offered != 0.9 {
+		t.Errorf("offered %v, %v", sums[1].offered, sums[6].offered)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := fixture().markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "table.md", b.Bytes())
+	for _, want := range []string{"| transmit | 1 | afpacket | 1.100 | 2.20 | 1.10 (0.65) | — | 1.200 1.000 1.100 |",
+		"| forward | 1 | kernel | — | — | — | — | failed: boom |", "fed by a test feeder", "`sweep -passes 3`", "Test CPU, 2 CPUs, Linux 6.18.0"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
+
+func TestCSV(t *testing.T) {
+	var b bytes.Buffer
+	if err := fixture().csv(&b); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 8 || strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
+		t.Fatalf("csv %q", recs)
+	}
+	for _, r := range recs {
+		if len(r) != len(csvHeader) {
+			t.Fatalf("row %q has %d fields", r, len(r))
+		}
+	}
+	if got := strings.Join(recs[2], ","); got != "transmit,1,afpacket,64,3,1.1000,2.200,1.100,0.650,,1.2000;1.0000;1.1000," {
+		t.Errorf("afpacket row %q", got)
+	}
+	if got := strings.Join(recs[6], ","); got != "forward,1,kernel,64,0,,,,,,,failed: boom" {
+		t.Errorf("failed row %q", got)
+	}
+}
+
+func TestSVGGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := fixture().svg(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "chart.svg", b.Bytes())
+	s := b.String()
+	if !strings.HasPrefix(s, "<svg ") || !strings.HasSuffix(s, "</svg>\n") {
+		t.Fatal("not one svg element")
+	}
+	// One bar per measured cell, with its title.
+	if n := strings.Count(s, "</title></rect>"); n != 5 {
+		t.Errorf("%d bars, want 5", n)
+	}
+	for _, want := range []string{"transmit, 1q", "forward, 1q", ">2.20<", "afpacket transmit 1q: 1.100 Mpps"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 10, ""},
+		{"one two three", 7, "one two/three"},
+		{"one two three", 100, "one two three"},
+		{"a verylongword b", 4, "a/verylongword/b"},
+	} {
+		if got := strings.Join(wrap(tc.in, tc.n), "/"); got != tc.want {
+			t.Errorf("wrap(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for _, tc := range []struct{ in, want float64 }{{0, 1}, {0.7, 1}, {1.1, 2}, {3, 5}, {12, 20}, {50, 50}} {
+		if got := niceCeil(tc.in); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("niceCeil(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	parse := func(args ...string) (options, error) {
+		fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		return parseFlags(fs, args)
+	}
+	o, err := parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.queues) != 2 || o.passes != 3 || o.size != 64 || len(o.loops) != 3 || o.testpmd != "dpdk-testpmd" {
+		t.Fatalf("defaults %+v", o)
+	}
+	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-size", "60"}, {"-loops", "nope"},
+		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"extra"}} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestPmdParser(t *testing.T) {
+	p := newPmdParser()
+	t0 := time.Unix(100, 0)
+	block := func(at time.Duration, rx, tx string) {
+		when := t0.Add(at)
+		for _, l := range []string{
+			"  ######################## NIC statistics for port 0  ########################",
+			"  RX-packets: " + rx + "          RX-missed: 0          RX-bytes:  0",
+			"  RX-errors: 0",
+			"  TX-packets: " + tx + "    TX-errors: 0          TX-bytes:  312731520",
+			"  Tx-pps:      1770913          Tx-bps:    850038512",
+		} {
+			p.line(l, when)
+		}
+	}
+	block(0, "0", "1000000")
+	block(time.Second, "500000", "2000000")
+	block(2*time.Second, "1500000", "4000000")
+	p.line("  TX-packets: 99999999        TX-dropped: 0             TX-total: 99999999", t0.Add(3*time.Second)) // final summary: ignored
+	if got, ok := p.rate(t0, t0.Add(2*time.Second), false); !ok || got != 1.5 {
+		t.Errorf("tx rate %v %v, want 1.5", got, ok)
+	}
+	if got, ok := p.rate(t0.Add(time.Second), t0.Add(2*time.Second), true); !ok || got != 1 {
+		t.Errorf("rx rate %v %v, want 1", got, ok)
+	}
+	if _, ok := p.rate(t0.Add(1500*time.Millisecond), t0.Add(2*time.Second), false); ok {
+		t.Error("a rate from one reading")
+	}
+}
+
+func TestTestpmdArgs(t *testing.T) {
+	got := strings.Join(testpmdArgs("/usr/bin/dpdk-testpmd", "pio1t1", "veth0", loopTx, 2, 60, "02:00:00:00:00:02"), " ")
+	for _, want := range []string{"--net=/proc/self/fd/3 /usr/bin/dpdk-testpmd --no-huge", "--file-prefix pio1t1", "--vdev=net_af_packet0,iface=veth0,qpairs=2",
+		"--forward-mode=txonly", "--txpkts=60", "--rxq=2 --txq=2", "--eth-peer=0,02:00:00:00:00:02"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args lack %q: %s", want, got)
+		}
+	}
+}
+
+func TestSetFlow(t *testing.T) {
+	b := make([]byte, 60)
+	// An IPv4 header whose checksum must stay right after the rewrite.
+	b[12], b[13], b[14] = 0x08, 0x00, 0x45
+	setFlow(b, 34, 5, true)
+	if b[34] != 0x04 || b[35] != 0x05 || b[33] != 6 {
+		t.Fatalf("port %x%x, last address byte %d", b[34], b[35], b[33])
+	}
+	if c := sumHeader(b[14:34]); c != 0xffff {
+		t.Fatalf("header checksum does not verify: %#x", c)
+	}
+}
+
+// sumHeader is the ones' complement sum of an IPv4 header (0xffff when its
+// checksum is right).
+func sumHeader(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		s += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
+}
