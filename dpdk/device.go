@@ -80,14 +80,14 @@ func Open(name string, opts ...Option) (*Device, error) {
 		o(&c)
 	}
 	if err := c.validate(); err != nil {
-		return nil, fmt.Errorf("dpdk %s: %w", name, err)
+		return nil, fmt.Errorf("dpdk %s: %v: %w", name, err, packetio.ErrUnsupported)
 	}
 	if name == "" || strings.ContainsRune(name, 0) {
 		return nil, fmt.Errorf("dpdk: device name %q: %w", name, packetio.ErrUnsupported)
 	}
 	driver := eal.DriverOf(name)
 	if !eal.IsPCI(name) && driver == "" {
-		return nil, fmt.Errorf("dpdk: %q is neither a PCI address nor a net_ virtual device", name)
+		return nil, fmt.Errorf("dpdk: %q is neither a PCI address nor a net_ virtual device: %w", name, packetio.ErrUnsupported)
 	}
 	if c.frameSize == 0 {
 		c.frameSize = DefaultFrameSize
@@ -121,7 +121,7 @@ func (d *Device) open(name, driver string, c *config) error {
 	devName := eal.DeviceName(name)
 	port, found := eal.FindPort(devName)
 	if found && openPorts[port] {
-		return errors.New("already open in this process")
+		return fmt.Errorf("already open in this process: %w", packetio.ErrUnsupported)
 	}
 	if !found {
 		p, err := eal.Probe(name, devName)
@@ -153,7 +153,7 @@ func (d *Device) open(name, driver string, c *config) error {
 	}
 	d.info.MaxPacket = c.frameSize - headroom
 	if d.info.MaxPacket < 64 {
-		return fmt.Errorf("frame size %d leaves %d bytes for a packet", c.frameSize, d.info.MaxPacket)
+		return fmt.Errorf("frame size %d leaves %d bytes for a packet: %w", c.frameSize, d.info.MaxPacket, packetio.ErrUnsupported)
 	}
 
 	// Steering: compile first, isolate before configure, install after
