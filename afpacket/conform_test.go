@@ -53,29 +53,67 @@ func TestConformanceMultiBuffer(t *testing.T) {
 func TestConformanceTimestamps(t *testing.T) {
 	pair := netns.New(t)
 	conform.RunTimestamps(t, opener(pair.A, afpacket.WithTxQueues(1), afpacket.WithRxQueues(1), afpacket.WithFrames(256)),
-		func(t *testing.T, d conform.Device) int {
-			peer := opener(pair.B, afpacket.WithRxQueues(0), afpacket.WithFrames(64))(t)
-			defer peer.Close()
-			tx := peer.TxQueue(0)
-			sent := 0
-			for try := 0; try < 100 && sent < 8; try++ {
-				n, err := tx.SendFunc(8-sent, func(i int, f []byte) int {
-					if len(f) < 64 {
-						return 0
-					}
-					for j := range 64 {
-						f[j] = 0
-					}
-					copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 0x09, 0x88, 0xb5})
-					f[14] = byte(sent + i)
-					return 64
-				})
-				if err != nil {
-					t.Fatalf("SendFunc: %v", err)
+		sendStamped(pair))
+}
+
+// The TPACKET_V2 ring of WithLowLatency passes the same suites.
+
+func TestConformanceLowLatency(t *testing.T) {
+	pair := netns.New(t)
+	conform.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithFrames(1024)),
+		conform.WithPeer(opener(pair.B, afpacket.WithLowLatency(), afpacket.WithFrames(1024))))
+}
+
+func TestConformanceLowLatencyMultiQueue(t *testing.T) {
+	pair := netns.New(t)
+	conform.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithQueues(2), afpacket.WithFrames(1024)),
+		conform.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
+}
+
+func TestConformanceLowLatencyGSO(t *testing.T) {
+	pair := netns.New(t)
+	conform.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithGSO()),
+		conform.WithPeer(opener(pair.B, afpacket.WithLowLatency(), afpacket.WithGSO())))
+}
+
+func TestConformanceLowLatencyMultiBuffer(t *testing.T) {
+	pair := netns.New(t)
+	opts := []afpacket.Option{afpacket.WithLowLatency(), afpacket.WithMultiBuffer(), afpacket.WithGSO(), afpacket.WithFrameSize(1024), afpacket.WithFrames(1024)}
+	conform.Run(t, opener(pair.A, opts...), conform.WithPeer(opener(pair.B, opts...)))
+}
+
+func TestConformanceLowLatencyTimestamps(t *testing.T) {
+	pair := netns.New(t)
+	conform.RunTimestamps(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithTxQueues(1), afpacket.WithRxQueues(1), afpacket.WithFrames(256)),
+		sendStamped(pair))
+}
+
+// sendStamped sends 8 broadcast frames from a transmit-only device on the
+// pair's B end, for conform.RunTimestamps.
+func sendStamped(pair *netns.Pair) func(t *testing.T, d conform.Device) int {
+	return func(t *testing.T, d conform.Device) int {
+		peer := opener(pair.B, afpacket.WithRxQueues(0), afpacket.WithFrames(64))(t)
+		defer peer.Close()
+		tx := peer.TxQueue(0)
+		sent := 0
+		for try := 0; try < 100 && sent < 8; try++ {
+			n, err := tx.SendFunc(8-sent, func(i int, f []byte) int {
+				if len(f) < 64 {
+					return 0
 				}
-				sent += n
-				tx.Complete(1 << 20)
+				for j := range 64 {
+					f[j] = 0
+				}
+				copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 0x09, 0x88, 0xb5})
+				f[14] = byte(sent + i)
+				return 64
+			})
+			if err != nil {
+				t.Fatalf("SendFunc: %v", err)
 			}
-			return sent
-		})
+			sent += n
+			tx.Complete(1 << 20)
+		}
+		return sent
+	}
 }

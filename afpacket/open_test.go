@@ -48,6 +48,15 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 			}
 			return nil
 		}, []Option{WithQueues(4), WithFrames(256)}},
+		{"late failure, after TPACKET_V2 rings", pair.A.Link, func() error {
+			testHookSocket = func(i int) error {
+				if i == 2 {
+					return errors.New("injected")
+				}
+				return nil
+			}
+			return nil
+		}, []Option{WithLowLatency(), WithQueues(4), WithFrames(256)}},
 		{"interface down", pair.A.Link, func() error {
 			testHookSocket = nil
 			l, err := netlink.LinkByName(pair.A.Link)

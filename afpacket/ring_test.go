@@ -104,9 +104,16 @@ func (f *forged) status(i int) uint32 { return loadStatus(f.mem[i*f.blockSize:])
 
 func (f *forged) ring(vnet bool) *ring { return newRing(f.mem, f.blockSize, f.blocks, vnet) }
 
+// walker is a receive ring walk: ring (TPACKET_V3) or ring2 (TPACKET_V2).
+type walker interface {
+	peek(*packet) peekResult
+	advance()
+	retire()
+}
+
 // drain reads every ready packet, copying each out as Receive would, and
-// returns them and how many blocks were corrupt.
-func drain(r *ring, max int) (out [][]byte, corrupt int) {
+// returns them and how many blocks (slots, on V2) were corrupt.
+func drain(r walker, max int) (out [][]byte, corrupt int) {
 	var p packet
 	for len(out) < max {
 		switch r.peek(&p) {

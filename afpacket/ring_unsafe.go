@@ -28,3 +28,21 @@ func loadStatus(b []byte) uint32 { return atomic.LoadUint32(statusWord(b)) }
 // storeStatus writes block_status with release ordering (pairs with the
 // kernel's smp_rmb before it reads TP_STATUS_KERNEL and refills the block).
 func storeStatus(b []byte, v uint32) { atomic.StoreUint32(statusWord(b), v) }
+
+// A TPACKET_V2 slot's tp_status word is its first field; the kernel stores
+// TP_STATUS_USER after smp_wmb() once the slot is written (tpacket_rcv), and
+// reads it after smp_rmb() before it writes the slot again, refusing one that
+// is not TP_STATUS_KERNEL. Slots start on TPACKET_ALIGNMENT (16) boundaries
+// inside page-aligned blocks, so the word is 4-byte aligned.
+
+// loadSlotStatus reads tp_status of the V2 slot that starts at b[0] with
+// acquire ordering.
+func loadSlotStatus(b []byte) uint32 {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[h2Status])))
+}
+
+// storeSlotStatus writes tp_status of the V2 slot that starts at b[0] with
+// release ordering, after the last read of the slot.
+func storeSlotStatus(b []byte, v uint32) {
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[h2Status])), v)
+}

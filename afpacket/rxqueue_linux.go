@@ -15,17 +15,19 @@ import (
 	"github.com/packetio/packetio/internal/pool"
 )
 
-// RxQueue is a receive queue: a TPACKET_V3 ring the kernel fills, copied
-// packet by packet into this queue's region frames, so a received Desc
-// behaves exactly as on a zero-copy backend and a block goes back to the
-// kernel as soon as it is read. It implements packetio.TimestampReceiver and
+// RxQueue is a receive queue: a TPACKET_V3 ring (TPACKET_V2 with
+// WithLowLatency) the kernel fills, copied packet by packet into this
+// queue's region frames, so a received Desc behaves exactly as on a
+// zero-copy backend and a block (a frame slot on V2) goes back to the kernel
+// as soon as it is read. It implements packetio.TimestampReceiver and
 // packetio.OffloadReceiver.
 type RxQueue struct {
 	dev   *Device
 	index int
 	fd    int
-	efd   int // eventfd written by Close to wake a blocked Poll
-	ring  *ring
+	efd   int    // eventfd written by Close to wake a blocked Poll
+	ring  *ring  // TPACKET_V3, or nil with WithLowLatency
+	ring2 *ring2 // TPACKET_V2 (WithLowLatency), or nil
 	reg   *region
 	pool  *pool.Frames
 	vnet  bool
@@ -67,7 +69,7 @@ var (
 )
 
 func newRxQueue(dev *Device, index int, s *sock, efd int, reg *region, p *pool.Frames, vnet, multi bool) *RxQueue {
-	q := &RxQueue{dev: dev, index: index, fd: s.fd, efd: efd, ring: s.ring, reg: reg, pool: p, vnet: vnet, multi: multi,
+	q := &RxQueue{dev: dev, index: index, fd: s.fd, efd: efd, ring: s.ring, ring2: s.ring2, reg: reg, pool: p, vnet: vnet, multi: multi,
 		room: reg.FrameSize() - frameHeadroom}
 	q.addrs = make([]uint64, 0, p.Cap())
 	q.descs = make([]packetio.Desc, 0, p.Cap())
@@ -108,7 +110,7 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 		return 0, q.errorf(packetio.ErrClosed, "poll")
 	}
 	q.polls.Add(1)
-	if n := q.ring.ready(); n > 0 || timeout == 0 {
+	if n := q.ready(); n > 0 || timeout == 0 {
 		return n, nil
 	}
 	var deadline time.Time
@@ -140,13 +142,45 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 				return 0, err
 			}
 		}
-		if n := q.ring.ready(); n > 0 {
+		if n := q.ready(); n > 0 {
 			q.linkErr = false
 			return n, nil
 		}
 		// A wakeup with nothing in the ring (a cleared socket error)
 		// sleeps again rather than returning 0 early.
 	}
+}
+
+// The ring walk, on whichever ring the queue has: one predictable branch.
+
+func (q *RxQueue) ready() int {
+	if q.ring2 != nil {
+		return q.ring2.ready()
+	}
+	return q.ring.ready()
+}
+
+func (q *RxQueue) peek(p *packet) peekResult {
+	if q.ring2 != nil {
+		return q.ring2.peek(p)
+	}
+	return q.ring.peek(p)
+}
+
+func (q *RxQueue) advance() {
+	if q.ring2 != nil {
+		q.ring2.advance()
+		return
+	}
+	q.ring.advance()
+}
+
+func (q *RxQueue) retire() {
+	if q.ring2 != nil {
+		q.ring2.retire()
+		return
+	}
+	q.ring.retire()
 }
 
 // linkCheckMs bounds one poll(2) sleep after a socket error, so a deleted
@@ -206,36 +240,36 @@ func (q *RxQueue) receive(max int, wantStamps, wantOffs bool) int {
 	n := 0
 loop:
 	for n < max {
-		switch q.ring.peek(p) {
+		switch q.peek(p) {
 		case peekEmpty:
 			break loop
 		case peekCorrupt:
 			malformed++
-			q.ring.retire()
+			q.retire()
 			continue
 		}
 		fl := p.frameLen()
 		if uint32(len(p.data)) < p.wireLen {
 			oversize++ // clipped by the kernel: never deliver part of a packet
-			q.ring.advance()
+			q.advance()
 			continue
 		}
 		if wantStamps && p.sec == 0 && p.nsec == 0 {
 			zeroStamp++
-			q.ring.advance()
+			q.advance()
 			continue
 		}
 		if fl > q.room {
 			if !q.multi {
 				oversize++ // does not fit a frame
-				q.ring.advance()
+				q.advance()
 				continue
 			}
 			k := (fl + q.room - 1) / q.room
 			if k > max {
 				oversize++ // this caller can never take it
 				tooSmall++
-				q.ring.advance()
+				q.advance()
 				continue
 			}
 			if n+k > max {
@@ -250,7 +284,7 @@ loop:
 			q.spread(p, fl, k, wantStamps, wantOffs)
 			bytes += uint64(fl)
 			n += k
-			q.ring.advance()
+			q.advance()
 			continue
 		}
 		q.addrs = q.pool.Pop(1, q.addrs[:0])
@@ -282,7 +316,7 @@ loop:
 		q.descs = append(q.descs, packetio.Desc{Addr: addr, Len: uint32(l)})
 		bytes += uint64(l)
 		n++
-		q.ring.advance()
+		q.advance()
 	}
 	if n > 0 {
 		q.packets.Add(uint64(n))
@@ -356,12 +390,12 @@ func (q *RxQueue) Recycle(descs []packetio.Desc) {
 func (q *RxQueue) NumFreeFillSlots() int { return q.pool.Len() }
 
 // NumReceived is how many packets are ready in the ring (a lower bound: the
-// current block only).
+// current block only, or up to 256 slots with WithLowLatency).
 func (q *RxQueue) NumReceived() int {
 	if q.closed.Load() {
 		return 0
 	}
-	return q.ring.ready()
+	return q.ready()
 }
 
 // NumFreeFrames is how many frames the pool holds.

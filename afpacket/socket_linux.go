@@ -22,9 +22,10 @@ const ringFrameSize = 2048
 // sock is one AF_PACKET socket of a Device, with its receive ring if it has
 // one.
 type sock struct {
-	fd   int
-	mem  []byte // the mmapped ring, nil on a transmit-only socket
-	ring *ring
+	fd    int
+	mem   []byte // the mmapped ring, nil on a transmit-only socket
+	ring  *ring  // the TPACKET_V3 walk, nil with WithLowLatency
+	ring2 *ring2 // the TPACKET_V2 walk (WithLowLatency), else nil
 }
 
 // htons converts a 16-bit value to network order for the protocol fields of
@@ -90,7 +91,11 @@ func openSocket(ifindex int, cfg resolved, withRing bool) (s *sock, err error) {
 	}
 	proto := uint16(0)
 	if withRing {
-		if err := s.setupRing(cfg); err != nil {
+		setup := s.setupRing
+		if cfg.lowLatency {
+			setup = s.setupRing2
+		}
+		if err := setup(cfg); err != nil {
 			return s, err
 		}
 		proto = htons(unix.ETH_P_ALL)
@@ -126,6 +131,34 @@ func (s *sock) setupRing(cfg resolved) error {
 	}
 	s.mem = mem
 	s.ring = newRing(mem, cfg.blockSize, cfg.blocks, cfg.gso)
+	return nil
+}
+
+// setupRing2 asks for a TPACKET_V2 ring (WithLowLatency) and maps it, with
+// the same rollback as setupRing.
+func (s *sock) setupRing2(cfg resolved) error {
+	if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V2); err != nil {
+		return fmt.Errorf("PACKET_VERSION TPACKET_V2 (WithLowLatency): %w", err)
+	}
+	perBlock := cfg.v2BlockSize / cfg.v2FrameSize
+	req := unix.TpacketReq{
+		Block_size: uint32(cfg.v2BlockSize),
+		Block_nr:   uint32(cfg.v2Blocks),
+		Frame_size: uint32(cfg.v2FrameSize),
+		Frame_nr:   uint32(cfg.v2Blocks * perBlock),
+	}
+	if err := unix.SetsockoptTpacketReq(s.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		return fmt.Errorf("PACKET_RX_RING TPACKET_V2 (%d blocks of %d bytes, %d-byte frames): %w",
+			cfg.v2Blocks, cfg.v2BlockSize, cfg.v2FrameSize, err)
+	}
+	mem, err := mapRing(s.fd, cfg.v2Blocks*cfg.v2BlockSize)
+	if err != nil {
+		var zero unix.TpacketReq
+		_ = unix.SetsockoptTpacketReq(s.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &zero)
+		return fmt.Errorf("map the receive ring: %w", err)
+	}
+	s.mem = mem
+	s.ring2 = newRing2(mem, cfg.v2BlockSize, cfg.v2FrameSize, cfg.v2Blocks, cfg.gso)
 	return nil
 }
 

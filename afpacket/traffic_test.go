@@ -19,10 +19,17 @@ import (
 
 // A tagged frame crosses the veth; the receiving kernel strips the tag into
 // skb metadata and Receive must put it back: the frame arrives as sent.
-func TestIntegrationVLANTagIsPutBack(t *testing.T) {
+func TestIntegrationVLANTagIsPutBack(t *testing.T) { testVLANTagIsPutBack(t) }
+
+// The same on a TPACKET_V2 ring.
+func TestIntegrationLowLatencyVLANTagIsPutBack(t *testing.T) {
+	testVLANTagIsPutBack(t, WithLowLatency())
+}
+
+func testVLANTagIsPutBack(t *testing.T, rxOpts ...Option) {
 	pair := netns.New(t)
 	a := openIn(t, pair.A, WithRxQueues(0))
-	b := openIn(t, pair.B, WithTxQueues(0))
+	b := openIn(t, pair.B, append(rxOpts, WithTxQueues(0))...)
 	buf := gopacket.NewSerializeBuffer()
 	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{},
 		&layers.Ethernet{SrcMAC: testSrcMAC, DstMAC: pair.B.MAC, EthernetType: layers.EthernetTypeDot1Q},
@@ -59,10 +66,15 @@ func receiveTagged(t *testing.T, rx packetio.RxQueue, want int) [][]byte {
 	return got
 }
 
-func TestIntegrationTimestamps(t *testing.T) {
+func TestIntegrationTimestamps(t *testing.T) { testTimestamps(t) }
+
+// The same on a TPACKET_V2 ring.
+func TestIntegrationLowLatencyTimestamps(t *testing.T) { testTimestamps(t, WithLowLatency()) }
+
+func testTimestamps(t *testing.T, rxOpts ...Option) {
 	pair := netns.New(t)
 	a := openIn(t, pair.A, WithRxQueues(0))
-	b := openIn(t, pair.B, WithTxQueues(0))
+	b := openIn(t, pair.B, append(rxOpts, WithTxQueues(0))...)
 	rx := b.RxQueue(0).(*RxQueue)
 	start := uint64(time.Now().UnixNano())
 	var frames [][]byte
@@ -162,10 +174,16 @@ func udpFrame(t testing.TB, dst net.HardwareAddr, sport uint16, size int) []byte
 
 // WithGSO both ways: a 64 KiB-class TCP super-frame crosses as one packet
 // with its metadata, and a partial UDP checksum is finished on receive.
-func TestIntegrationGSO(t *testing.T) {
+func TestIntegrationGSO(t *testing.T) { testGSO(t) }
+
+// The same with a TPACKET_V2 ring receiving: the virtio header sits in front
+// of the packet in its slot as it does in a V3 block.
+func TestIntegrationLowLatencyGSO(t *testing.T) { testGSO(t, WithLowLatency()) }
+
+func testGSO(t *testing.T, rxOpts ...Option) {
 	pair := netns.New(t)
 	a := openIn(t, pair.A, WithGSO(), WithRxQueues(0))
-	b := openIn(t, pair.B, WithGSO(), WithTxQueues(0))
+	b := openIn(t, pair.B, append(rxOpts, WithGSO(), WithTxQueues(0))...)
 	if !a.Capabilities().Offload || !b.Capabilities().Offload {
 		t.Fatal("WithGSO and Offload false")
 	}
@@ -318,10 +336,15 @@ func TestIntegrationTransmitGather(t *testing.T) {
 }
 
 // The fast path allocates nothing, with packets actually flowing.
-func TestIntegrationNoAllocations(t *testing.T) {
+func TestIntegrationNoAllocations(t *testing.T) { testNoAllocations(t) }
+
+// The same with TPACKET_V2 rings.
+func TestIntegrationLowLatencyNoAllocations(t *testing.T) { testNoAllocations(t, WithLowLatency()) }
+
+func testNoAllocations(t *testing.T, opts ...Option) {
 	pair := netns.New(t)
-	a := openIn(t, pair.A)
-	b := openIn(t, pair.B)
+	a := openIn(t, pair.A, opts...)
+	b := openIn(t, pair.B, opts...)
 	tx := a.TxQueue(0).(*TxQueue)
 	rx := b.RxQueue(0).(*RxQueue)
 	btx := b.TxQueue(0).(*TxQueue)
