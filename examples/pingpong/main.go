@@ -34,6 +34,7 @@ func main() {
 	iface := flag.String("i", "", "interface (default: a veth pair in throwaway namespaces with the reflector on its far end; needs root)")
 	mode := flag.String("mode", "measure", "measure or reflect")
 	n := flag.Int("n", 10000, "round trips to time")
+	lowLatency := flag.Bool("low-latency", false, "use the backend's low-latency receive mode (afpacket: TPACKET_V2 rings woken per packet)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: pingpong [flags]\n\nTimes round trips of one frame at a time. Exit status: 0 on success, 1 on\nfailure (also if a reply never came), 2 for bad flags.\n\n")
 		flag.PrintDefaults()
@@ -47,9 +48,9 @@ func main() {
 	defer stop()
 	var err error
 	if *mode == "reflect" {
-		err = reflectOn(ctx, *b, *iface, os.Stdout)
+		err = reflectOn(ctx, *b, *iface, *lowLatency, os.Stdout)
 	} else {
-		_, err = measure(ctx, *b, *iface, *n, os.Stdout)
+		_, err = measure(ctx, *b, *iface, *n, *lowLatency, os.Stdout)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "pingpong:", err)
@@ -57,19 +58,19 @@ func main() {
 	}
 }
 
-func open(b string) func(string) (packetio.Device, error) {
+func open(b string, lowLatency bool) func(string) (packetio.Device, error) {
 	return func(name string) (packetio.Device, error) {
-		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1})
+		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1, LowLatency: lowLatency})
 	}
 }
 
-func reflectOn(ctx context.Context, b, iface string, w io.Writer) error {
+func reflectOn(ctx context.Context, b, iface string, lowLatency bool, w io.Writer) error {
 	bed, err := testbed.Setup(iface, w)
 	if err != nil {
 		return err
 	}
 	defer bed.Close()
-	d, err := bed.Open(open(b))
+	d, err := bed.Open(open(b, lowLatency))
 	if err != nil {
 		return err
 	}
@@ -136,18 +137,18 @@ type trips struct {
 	rtt, rxPath []time.Duration
 }
 
-func measure(ctx context.Context, b, iface string, n int, w io.Writer) (trips, error) {
+func measure(ctx context.Context, b, iface string, n int, lowLatency bool, w io.Writer) (trips, error) {
 	bed, err := testbed.Setup(iface, w)
 	if err != nil {
 		return trips{}, err
 	}
 	defer bed.Close()
-	d, err := bed.Open(open(b))
+	d, err := bed.Open(open(b, lowLatency))
 	if err != nil {
 		return trips{}, err
 	}
 	if bed.Own() {
-		peer, err := bed.OpenPeer(open("afpacket"))
+		peer, err := bed.OpenPeer(open("afpacket", lowLatency))
 		if err != nil {
 			return trips{}, err
 		}

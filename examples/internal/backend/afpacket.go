@@ -25,6 +25,9 @@ func init() {
 		if c.FrameSize > 0 {
 			opts = append(opts, afpacket.WithFrameSize(c.FrameSize))
 		}
+		if c.LowLatency {
+			opts = append(opts, afpacket.WithLowLatency())
+		}
 		return afpacket.Open(name, opts...)
 	})
 }

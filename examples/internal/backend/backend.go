@@ -18,6 +18,10 @@ type Config struct {
 	TxQueues, RxQueues int
 	Frames, FrameSize  int
 	Steering           packetio.SteeringFilter
+	// LowLatency asks for the backend's low-latency receive mode where it
+	// has one (afpacket: WithLowLatency). The polling backends (dpdk,
+	// mlx5) have no wait to shorten and ignore it.
+	LowLatency bool
 }
 
 // Opener opens a device on an interface (or a backend-specific name).

@@ -18,6 +18,10 @@ func TestSelfTest(t *testing.T) {
 			t.Fatalf("%s: %v", mode, err)
 		}
 	}
+	o := options{backend: "afpacket", mode: "echo", bytes: 1 << 20, rr: 200 * time.Millisecond, size: 64, conns: 1, runs: 1, port: 8080, lowLatency: true}
+	if err := selfTest(o); err != nil {
+		t.Fatalf("low latency: %v", err)
+	}
 }
 
 func TestSelfTestRefusesBadCounts(t *testing.T) {
