@@ -8,8 +8,3 @@ require (
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/sys v0.50.0
 )
-
-require (
-	github.com/cilium/ebpf v0.22.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
-)
