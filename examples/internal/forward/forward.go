@@ -101,6 +101,7 @@ const (
 // NumVerdicts is the number of distinct verdicts, for counters.
 const NumVerdicts = int(numVerdicts)
 
+// String names the verdict, for counters and logs.
 func (v Verdict) String() string {
 	return [...]string{"forwarded", "not IPv4", "bad header", "TTL expired", "no route"}[v]
 }
