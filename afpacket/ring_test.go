@@ -200,27 +200,37 @@ func TestRingEmptyBlockAndShortChain(t *testing.T) {
 	}
 }
 
+// oneSlot builds a ring of each kind (TPACKET_V3 and, for WithLowLatency,
+// TPACKET_V2) holding the one packet p.
+var oneSlot = []struct {
+	name  string
+	build func(p fpkt) walker
+}{
+	{"v3", func(p fpkt) walker { f := newForged(1, 4096); r := f.ring(false); f.arm(0, p); return r }},
+	{"v2", func(p fpkt) walker { f := newForged2(1, 4096, 2048); r := f.ring(false); f.arm(0, p); return r }},
+}
+
 func TestRingVLANReinsertion(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		tpid uint16
-		want uint16
-	}{{"default TPID", 0, 0x8100}, {"QinQ TPID", 0x88a8, 0x88a8}} {
-		t.Run(c.name, func(t *testing.T) {
-			f := newForged(1, 4096)
-			r := f.ring(false)
-			frame := seqFrame(0x10, 64)
-			f.arm(0, fpkt{data: frame, status: tpStatusVLANValid | tpStatusVLANTPID, tci: 2053, tpid: c.tpid})
-			got, _ := drain(r, 1)
-			if len(got) != 1 || len(got[0]) != 68 {
-				t.Fatalf("got %d packets", len(got))
-			}
-			g := got[0]
-			if !bytes.Equal(g[:12], frame[:12]) || binary.BigEndian.Uint16(g[12:]) != c.want ||
-				binary.BigEndian.Uint16(g[14:]) != 2053 || !bytes.Equal(g[16:], frame[12:]) {
-				t.Fatalf("tag not put back: %x", g)
-			}
-		})
+	for _, kind := range oneSlot {
+		for _, c := range []struct {
+			name string
+			tpid uint16
+			want uint16
+		}{{"default TPID", 0, 0x8100}, {"QinQ TPID", 0x88a8, 0x88a8}} {
+			t.Run(kind.name+"/"+c.name, func(t *testing.T) {
+				frame := seqFrame(0x10, 64)
+				r := kind.build(fpkt{data: frame, status: tpStatusVLANValid | tpStatusVLANTPID, tci: 2053, tpid: c.tpid})
+				got, _ := drain(r, 1)
+				if len(got) != 1 || len(got[0]) != 68 {
+					t.Fatalf("got %d packets", len(got))
+				}
+				g := got[0]
+				if !bytes.Equal(g[:12], frame[:12]) || binary.BigEndian.Uint16(g[12:]) != c.want ||
+					binary.BigEndian.Uint16(g[14:]) != 2053 || !bytes.Equal(g[16:], frame[12:]) {
+					t.Fatalf("tag not put back: %x", g)
+				}
+			})
+		}
 	}
 }
 
