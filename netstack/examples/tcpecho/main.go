@@ -179,20 +179,38 @@ func stackConfig(o options) (netstack.Config, error) {
 	return cfg, nil
 }
 
-func runServer(o options) error {
+// startStack opens -i and starts a stack on it, printing its counters every
+// -stats when asked. The caller closes the stack, then the device.
+func startStack(o options) (packetio.Device, *netstack.Stack, netstack.Config, error) {
 	cfg, err := stackConfig(o)
 	if err != nil {
-		return err
+		return nil, nil, cfg, err
 	}
 	dev, err := open(o, o.iface)
+	if err != nil {
+		return nil, nil, cfg, err
+	}
+	s, err := netstack.New(dev, cfg)
+	if err != nil {
+		dev.Close()
+		return nil, nil, cfg, err
+	}
+	if o.stats > 0 {
+		go func() {
+			for range time.Tick(o.stats) {
+				printStats(s)
+			}
+		}()
+	}
+	return dev, s, cfg, nil
+}
+
+func runServer(o options) error {
+	dev, s, cfg, err := startStack(o)
 	if err != nil {
 		return err
 	}
 	defer dev.Close()
-	s, err := netstack.New(dev, cfg)
-	if err != nil {
-		return err
-	}
 	defer s.Close()
 	l, err := s.Listen("tcp", fmt.Sprintf(":%d", o.port))
 	if err != nil {
@@ -209,40 +227,18 @@ func runServer(o options) error {
 		}
 		l.Close()
 	}()
-	if o.stats > 0 {
-		go func() {
-			for range time.Tick(o.stats) {
-				printStats(s)
-			}
-		}()
-	}
 	serve(l, o, true)
 	printStats(s)
 	return s.Err()
 }
 
 func runClient(o options) error {
-	cfg, err := stackConfig(o)
-	if err != nil {
-		return err
-	}
-	dev, err := open(o, o.iface)
+	dev, s, _, err := startStack(o)
 	if err != nil {
 		return err
 	}
 	defer dev.Close()
-	s, err := netstack.New(dev, cfg)
-	if err != nil {
-		return err
-	}
 	defer s.Close()
-	if o.stats > 0 {
-		go func() {
-			for range time.Tick(o.stats) {
-				printStats(s)
-			}
-		}()
-	}
 	c, err := s.Dial("tcp", o.client)
 	if err != nil {
 		return err
