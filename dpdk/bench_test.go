@@ -10,6 +10,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afpacket"
 	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/internal/testenv"
 )
 
 // The benchmarks send and receive 64-byte frames (FCS excluded) over a
@@ -67,6 +68,16 @@ func BenchmarkTransmitAFPacket(b *testing.B) {
 	transmit(b, d.TxQueue(0))
 }
 
+// BenchmarkTransmitAFXDP sends on net_af_xdp over a veth. The driver needs
+// the receive queue its transmit ring belongs to, so the port has one,
+// never touched: the buffers it copies packets into come from there.
+func BenchmarkTransmitAFXDP(b *testing.B) {
+	testenv.NeedBPF(b)
+	p := netns.New(b)
+	d := benchOpenIn(b, p.A, "net_af_xdp0,iface="+p.A.Link)
+	transmit(b, d.TxQueue(0))
+}
+
 // BenchmarkTransmitNull sends on net_null, which frees every mbuf in the
 // burst: the backend's own transmit cost.
 func BenchmarkTransmitNull(b *testing.B) {
@@ -102,16 +113,34 @@ func receive(b *testing.B, rx packetio.RxQueue) {
 func BenchmarkReceiveAFPacket(b *testing.B) {
 	p := netns.New(b)
 	d := benchOpenIn(b, p.B, "net_af_packet1,iface="+p.B.Link, WithTxQueues(1))
+	defer flood(b, p.A)()
+	receive(b, d.RxQueue(0))
+}
+
+// BenchmarkReceiveAFXDP receives on net_af_xdp at the B end of a veth,
+// flooded from the A end by the same feeder as BenchmarkReceiveAFPacket.
+func BenchmarkReceiveAFXDP(b *testing.B) {
+	testenv.NeedBPF(b)
+	p := netns.New(b)
+	d := benchOpenIn(b, p.B, "net_af_xdp1,iface="+p.B.Link)
+	defer flood(b, p.A)()
+	receive(b, d.RxQueue(0))
+}
+
+// flood sends benchFrame from h's end of the veth with the afpacket backend
+// as fast as it goes, until the returned function is called.
+func flood(b *testing.B, h *netns.Host) (stop func()) {
+	b.Helper()
 	var src *afpacket.Device
-	if err := p.A.Do(func() error {
+	if err := h.Do(func() error {
 		var err error
-		src, err = afpacket.Open(p.A.Link, afpacket.WithRxQueues(0))
+		src, err = afpacket.Open(h.Link, afpacket.WithRxQueues(0))
 		return err
 	}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { src.Close() })
-	stop := make(chan struct{})
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -119,7 +148,7 @@ func BenchmarkReceiveAFPacket(b *testing.B) {
 		tx := src.TxQueue(0)
 		for {
 			select {
-			case <-stop:
+			case <-done:
 				return
 			default:
 			}
@@ -128,9 +157,10 @@ func BenchmarkReceiveAFPacket(b *testing.B) {
 			}
 		}
 	}()
-	defer wg.Wait()
-	defer close(stop)
-	receive(b, d.RxQueue(0))
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // BenchmarkReceiveNull receives net_null's invented packets: the backend's

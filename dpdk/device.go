@@ -64,6 +64,7 @@ type Device struct {
 	pools   []*eal.Mempool
 	txs     []*TxQueue
 	rxs     []*RxQueue
+	pairs   []*xskPair // net_af_xdp's queue pairs, closed before teardown
 	caps    packetio.Capabilities
 	closed  atomic.Bool
 	mu      sync.Mutex // Close
@@ -91,8 +92,14 @@ func Open(name string, opts ...Option) (*Device, error) {
 	}
 	if c.frameSize == 0 {
 		c.frameSize = DefaultFrameSize
-		if driver == "net_af_packet" {
+		switch driver {
+		case "net_af_packet":
 			c.frameSize = 4096 // its 2048-byte ring frames need 2016 bytes of data room
+		case "net_af_xdp":
+			// Its packets start 576 bytes into the frame, so a
+			// 2048-byte frame holds 1472: the kernel would drop
+			// (as missed) every frame a 1500-byte MTU allows past that.
+			c.frameSize = 4096
 		}
 	}
 
@@ -139,6 +146,10 @@ func (d *Device) open(name, driver string, c *config) error {
 	d.info = Info{Name: name, Port: port, Driver: in.Driver, IfIndex: in.IfIndex, MAC: in.MAC, FrameSize: c.frameSize, EALArgs: eal.Started()}
 	if c.txQueues > in.MaxTxQueues || c.rxQueues > in.MaxRxQueues {
 		return fmt.Errorf("%d tx and %d rx queues asked, the port has %d and %d: %w", c.txQueues, c.rxQueues, in.MaxTxQueues, in.MaxRxQueues, packetio.ErrUnsupported)
+	}
+	xsk := in.Driver == "net_af_xdp"
+	if xsk && c.rxQueues < c.txQueues {
+		return fmt.Errorf("net_af_xdp transmits through the XDP socket of the receive queue with the same index: %d transmit queues need as many receive queues, %d asked: %w", c.txQueues, c.rxQueues, packetio.ErrUnsupported)
 	}
 	txDepth, rxDepth := c.txDepth, c.rxDepth
 	if in.TxDescMax > 0 {
@@ -216,6 +227,14 @@ func (d *Device) open(name, driver string, c *config) error {
 	}
 	name0 := fmt.Sprintf("%s tx", name)
 	first := 0
+	var pairs []*xskPair // net_af_xdp: tx queue i shares rx queue i's rings
+	if xsk {
+		pairs = make([]*xskPair, c.rxQueues)
+		for i := range pairs {
+			pairs[i] = &xskPair{}
+		}
+		d.pairs = pairs
+	}
 	for i := 0; i < c.txQueues; i++ {
 		mp, err := d.mempool(fmt.Sprintf("piot%d_%d_%d", port, regionSeq, i), first, txFrames, c.frameSize, in.Socket)
 		if err != nil {
@@ -225,10 +244,14 @@ func (d *Device) open(name, driver string, c *config) error {
 			return err
 		}
 		pmd := &eal.Queue{Port: port, Index: uint16(i)}
+		var driver queue.PMD = pmd
+		if xsk {
+			driver = xskTx{q: pmd, p: pairs[i]}
+		}
 		q, err := queue.NewTx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
 			FirstFrame: first, Frames: txFrames, Depth: txDepth, Returned: mp.Returned,
-			TxChecksums: kept&eal.TxChecksum != 0, TSO: kept&eal.TxTSO != 0, PMD: pmd,
+			TxChecksums: kept&eal.TxChecksum != 0, TSO: kept&eal.TxTSO != 0, PMD: driver,
 			Name: fmt.Sprintf("%s %d", name0, i),
 		})
 		if err != nil {
@@ -243,10 +266,16 @@ func (d *Device) open(name, driver string, c *config) error {
 			return err
 		}
 		pmd := &eal.Queue{Port: port, Index: uint16(i)}
+		var driver queue.PMD = pmd
+		var pair *xskPair
+		if xsk {
+			pair = pairs[i]
+			driver = xskRx{q: pmd, p: pair}
+		}
 		q, err := queue.NewRx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
 			FirstFrame: first, Frames: rxFrames, Depth: rxDepth, Supply: mp.Supply, Returned: mp.Returned,
-			RxChecksums: kept&eal.RxChecksum != 0, PMD: pmd,
+			RxChecksums: kept&eal.RxChecksum != 0, PMD: driver,
 			Name: fmt.Sprintf("%s rx %d", name, i),
 		})
 		if err != nil {
@@ -258,7 +287,10 @@ func (d *Device) open(name, driver string, c *config) error {
 		if err := eal.RxQueueSetup(port, i, rxDepth, in.Socket, mp); err != nil {
 			return err
 		}
-		d.rxs = append(d.rxs, &RxQueue{d: d, q: q, mp: mp, pmd: pmd})
+		if pair != nil {
+			pair.rx = q
+		}
+		d.rxs = append(d.rxs, &RxQueue{d: d, q: q, mp: mp, pmd: pmd, pair: pair})
 		first += rxFrames
 	}
 	if promisc {
@@ -359,6 +391,9 @@ func (d *Device) Close() error {
 			q.mu.Unlock()
 		}
 	}()
+	for _, p := range d.pairs {
+		p.close() // waits out a transmit burst, and bars the next
+	}
 	err := d.inNS(func() error {
 		ctlMu.Lock()
 		defer ctlMu.Unlock()

@@ -55,7 +55,9 @@ func WithTxDepth(n int) Option { return func(c *config) { c.txDepth = n } }
 func WithRxDepth(n int) Option { return func(c *config) { c.rxDepth = n } }
 
 // WithFrameSize sets the frame size, a power of two from 512 to 65536. The
-// default is 2048, and 4096 for net_af_packet, whose ring frames need it.
+// default is 2048, and 4096 for net_af_packet, whose ring frames need it,
+// and for net_af_xdp, whose packets start 576 bytes in (so a 2048-byte
+// frame would hold less than a 1500-byte MTU's 1514-byte frames).
 func WithFrameSize(n int) Option { return func(c *config) { c.frameSize = n } }
 
 // WithFrames sets the frames per queue, a power of two. The default is

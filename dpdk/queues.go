@@ -213,6 +213,7 @@ type RxQueue struct {
 	q      *queue.Rx
 	mp     *eal.Mempool
 	pmd    *eal.Queue
+	pair   *xskPair   // net_af_xdp: shares its rings with a transmit queue
 	mu     sync.Mutex // held by Poll inside the driver; Close waits on it
 	closed atomic.Bool
 	polls  atomic.Uint64
@@ -229,6 +230,12 @@ func (r *RxQueue) Region() packetio.Region { return region{r.d} }
 func (r *RxQueue) Fill(n int) int {
 	if r.dead() {
 		return 0
+	}
+	if r.pair != nil {
+		if !r.pair.enter() {
+			return 0
+		}
+		defer r.pair.mu.Unlock()
 	}
 	return r.q.Fill(n)
 }
@@ -295,6 +302,12 @@ func (r *RxQueue) Recycle(descs []packetio.Desc) { r.q.Recycle(descs) }
 func (r *RxQueue) NumFreeFillSlots() int {
 	if r.dead() {
 		return 0
+	}
+	if r.pair != nil {
+		if !r.pair.enter() {
+			return 0
+		}
+		defer r.pair.mu.Unlock()
 	}
 	return r.q.NumFreeFillSlots()
 }

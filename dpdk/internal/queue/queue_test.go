@@ -471,3 +471,66 @@ func TestConfigIsValidated(t *testing.T) {
 		t.Error("receive queue without a supply accepted")
 	}
 }
+
+// TestResupplyKeepsBorrowedFramesPosted: frames the driver took from the
+// supply and freed unreceived (net_af_xdp's transmit copies) go straight
+// back to the supply, still posted; anything not of this queue stops the
+// move and is left for DrainReturned to refuse.
+func TestResupplyKeepsBorrowedFramesPosted(t *testing.T) {
+	g := newRig(t, 128)
+	tx := g.tx(64)
+	q := g.rx(64, 64)
+	if n := q.Fill(16); n != 16 {
+		t.Fatalf("Fill = %d", n)
+	}
+	borrowed := make([]uint64, 4)
+	if !q.cfg.Supply.PopBulk(borrowed) {
+		t.Fatal("supply short")
+	}
+	for _, va := range borrowed {
+		g.pmd.free(va)
+	}
+	free := q.NumFreeFrames()
+	if n := q.Resupply(); n != 4 {
+		t.Fatalf("Resupply moved %d, want 4", n)
+	}
+	if q.cfg.Supply.Len() != 16 || q.cfg.Returned.Len() != 0 || q.NumOutstanding() != 16 || q.NumFreeFrames() != free {
+		t.Fatalf("supply %d returned %d outstanding %d free %d", q.cfg.Supply.Len(), q.cfg.Returned.Len(), q.NumOutstanding(), q.NumFreeFrames())
+	}
+	if n := q.Resupply(); n != 0 {
+		t.Fatalf("Resupply of nothing moved %d", n)
+	}
+	// A transmit queue's frame in this pool's ring is not this queue's.
+	d := tx.Alloc(1)
+	q.cfg.Supply.PopBulk(borrowed[:1])
+	q.cfg.Returned.PushOne(borrowed[0])
+	q.cfg.Returned.PushOne(testRegionVA + d[0].Addr&^(testFrameSize-1) + ObjHeader)
+	q.cfg.Returned.PushOne(borrowed[0])
+	if n := q.Resupply(); n != 1 {
+		t.Fatalf("Resupply moved %d past a foreign frame, want 1", n)
+	}
+	if q.cfg.Returned.Len() != 2 {
+		t.Fatalf("returned holds %d, want the foreign frame and the one after it", q.cfg.Returned.Len())
+	}
+	q.Fill(0)
+	if q.Stats().Backend["pool_rejected"] == 0 && q.Err() == nil {
+		t.Fatal("DrainReturned took a transmit queue's frame without complaint")
+	}
+}
+
+// TestBrokenRingIndicesNeverPanic: a driver that overruns a ring leaves
+// more entries than it holds; Push then takes nothing rather than move the
+// tail backwards and hand its caller a negative count.
+func TestBrokenRingIndicesNeverPanic(t *testing.T) {
+	var head, tail uint32 = 0, 100
+	r := NewRingOver(make([]uint64, 8), &head, &tail)
+	if r.Room() != 0 {
+		t.Fatalf("Room = %d on an overrun ring", r.Room())
+	}
+	if n := r.Push([]uint64{1, 2, 3}); n != 0 || tail != 100 {
+		t.Fatalf("Push = %d, tail %d", n, tail)
+	}
+	if r.PushOne(1) {
+		t.Fatal("PushOne took an entry on an overrun ring")
+	}
+}

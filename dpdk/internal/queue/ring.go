@@ -41,8 +41,9 @@ func (r *Ring) Len() int { return int(*r.tail - *r.head) }
 // Cap is the ring's size.
 func (r *Ring) Cap() int { return len(r.buf) }
 
-// Room is how many more entries Push would take.
-func (r *Ring) Room() int { return len(r.buf) - r.Len() }
+// Room is how many more entries Push would take. It is never negative,
+// even if a driver has broken the ring's indices.
+func (r *Ring) Room() int { return max(len(r.buf)-r.Len(), 0) }
 
 // Push appends a prefix of vals, as much as fits, and returns its length.
 func (r *Ring) Push(vals []uint64) int {

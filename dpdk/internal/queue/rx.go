@@ -91,6 +91,37 @@ func (q *Rx) DrainReturned() int {
 	return got
 }
 
+// Resupply moves mbufs the driver freed into this queue's pool straight
+// back to the supply ring, so they stay posted, and returns how many it
+// moved. It stops at the first address that is not one of this queue's
+// mbufs and leaves it for DrainReturned, which refuses it.
+//
+// It is for drivers that borrow receive buffers for something else:
+// net_af_xdp copies every transmitted packet into a buffer it takes from
+// the receive queue's pool (its UMEM) and frees it there when the kernel
+// is done, so frames Fill posted come back through the returned ring
+// without ever having been received. Resupply touches only the two rings
+// and the queue's immutable configuration, never the Go-side pool: it may
+// run on another goroutine (the transmitting one) as long as every access
+// to the two rings, this queue's and the driver's, is serialised.
+func (q *Rx) Resupply() int {
+	ret, sup := q.cfg.Returned, q.cfg.Supply
+	n := min(ret.Len(), sup.Room())
+	h, t := *ret.head, *sup.tail
+	moved := 0
+	for ; moved < n; moved++ {
+		va := ret.buf[(h+uint32(moved))&ret.mask]
+		off := va - q.cfg.RegionVA - ObjHeader
+		if off&q.mask != 0 || !q.pool.Owns(off) {
+			break
+		}
+		sup.buf[(t+uint32(moved))&sup.mask] = va
+	}
+	*sup.tail = t + uint32(moved)
+	*ret.head = h + uint32(moved)
+	return moved
+}
+
 // Ready polls the driver once if nothing is pending and returns how many
 // packets the next Receive can deliver. Whatever the burst returned is kept
 // for Receive, since DPDK cannot peek.
