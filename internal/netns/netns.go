@@ -186,6 +186,11 @@ func (p *Pair) Close() error {
 	return errors.Join(errs...)
 }
 
+// NamespaceFD is the host's namespace file descriptor, valid until the Pair
+// closes: hand it to a child process (exec.Cmd.ExtraFiles) that must enter
+// the namespace with setns(2).
+func (h *Host) NamespaceFD() int { return int(h.ns) }
+
 // Do runs fn inside the host's namespace on a locked OS thread and returns
 // its error. Sockets fn opens stay in the namespace.
 func (h *Host) Do(fn func() error) error {

@@ -1,0 +1,408 @@
+package xdp
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/google/gopacket/layers"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/testenv"
+)
+
+// classifier loads the filter for a test. A verifier rejection fails the
+// test; a kernel that cannot load BPF at all stops it (a failure under
+// PACKETIO_CONFORM_REQUIRED).
+func classifier(t *testing.T, opts ...Option) *Classifier {
+	t.Helper()
+	testenv.NeedBPF(t)
+	_ = rlimit.RemoveMemlock()
+	c, err := NewClassifier(opts...)
+	if err != nil {
+		if IsVerifierError(err) {
+			t.Fatalf("verifier: %+v", err)
+		}
+		t.Fatalf("load the filter: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type verdict struct {
+	name string
+	p    pkt
+	want bool
+}
+
+func runVerdicts(t *testing.T, c *Classifier, cases []verdict) {
+	t.Helper()
+	for _, v := range cases {
+		got, err := c.Match(v.p.build(t))
+		if err != nil {
+			t.Errorf("%s: %v", v.name, err)
+			continue
+		}
+		if got != v.want {
+			t.Errorf("%s: matched %v, want %v", v.name, got, v.want)
+		}
+	}
+}
+
+const (
+	tcp  = layers.IPProtocolTCP
+	udp  = layers.IPProtocolUDP
+	icmp = layers.IPProtocolICMPv4
+	icm6 = layers.IPProtocolICMPv6
+)
+
+// TestMatchers runs every built-in matcher against frames it must take and
+// near misses it must leave: the other family, the other protocol, the
+// neighbouring port, IPv4 with options, a later fragment, VLAN tags.
+func TestMatchers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		m     Match
+		cases []verdict
+	}{
+		{"UDPPort", MatchUDPPort(53, 443), []verdict{
+			{"v4 53", pkt{dport: 53}, true},
+			{"v4 443", pkt{dport: 443}, true},
+			{"v6 53", pkt{v6: true, dport: 53}, true},
+			{"v4 54", pkt{dport: 54}, false},
+			{"v4 src 53", pkt{sport: 53, dport: 1000}, false},
+			{"tcp 53", pkt{proto: tcp, dport: 53}, false},
+			{"v4 options", pkt{dport: 53, ipOpts: true}, false},
+			{"later fragment", pkt{dport: 53, fragOff: 100}, false},
+			{"vlan", pkt{dport: 53, vlan: []uint16{7}}, true},
+			{"qinq outer", pkt{dport: 53, vlan: []uint16{7}, qinq: true}, true},
+			{"two tags", pkt{dport: 53, vlan: []uint16{7, 8}}, false},
+			{"v6 vlan", pkt{v6: true, dport: 443, vlan: []uint16{4095}}, true},
+			{"port 13568 (53 byte-swapped)", pkt{dport: 13568}, false},
+		}},
+		{"UDPAnyPort", MatchUDPPort(), []verdict{
+			{"udp", pkt{dport: 9}, true},
+			{"udp6", pkt{v6: true, dport: 9}, true},
+			{"tcp", pkt{proto: tcp, dport: 9}, false},
+		}},
+		{"TCPPort", MatchTCPPort(22), []verdict{
+			{"v4", pkt{proto: tcp, dport: 22}, true},
+			{"v6", pkt{v6: true, proto: tcp, dport: 22}, true},
+			{"udp", pkt{dport: 22}, false},
+			{"sport", pkt{proto: tcp, sport: 22, dport: 5000}, false},
+		}},
+		{"UDPSrcPort", MatchUDPSrcPort(53), []verdict{
+			{"reply", pkt{sport: 53, dport: 40000}, true},
+			{"v6 reply", pkt{v6: true, sport: 53, dport: 40000}, true},
+			{"query", pkt{sport: 40000, dport: 53}, false},
+		}},
+		{"TCPSrcPort", MatchTCPSrcPort(443), []verdict{
+			{"v4", pkt{proto: tcp, sport: 443, dport: 50000}, true},
+			{"udp", pkt{sport: 443, dport: 50000}, false},
+		}},
+		{"IPv4Proto", MatchIPv4Proto(47), []verdict{
+			{"gre", pkt{proto: 47}, true},
+			{"gre fragment", pkt{proto: 47, fragOff: 3}, true},
+			{"gre v6", pkt{v6: true, proto: 47}, false},
+			{"udp", pkt{}, false},
+		}},
+		{"IPv6NextHeader", MatchIPv6NextHeader(47), []verdict{
+			{"gre v6", pkt{v6: true, proto: 47}, true},
+			{"gre v4", pkt{proto: 47}, false},
+		}},
+		{"ICMPv4Echo", MatchICMPv4Echo(), []verdict{
+			{"request", pkt{proto: icmp, icmpType: 8}, true},
+			{"reply", pkt{proto: icmp, icmpType: 0}, false},
+			{"with options", pkt{proto: icmp, icmpType: 8, ipOpts: true}, false},
+		}},
+		{"ICMPv6Echo", MatchICMPv6Echo(), []verdict{
+			{"request", pkt{v6: true, proto: icm6, icmpType: 128}, true},
+			{"reply", pkt{v6: true, proto: icm6, icmpType: 129}, false},
+			{"v4 request", pkt{proto: icmp, icmpType: 8}, false},
+		}},
+		{"EtherType", MatchEtherType(EtherTypeARP), []verdict{
+			{"arp", pkt{ether: layers.EthernetTypeARP}, true},
+			{"tagged arp", pkt{ether: layers.EthernetTypeARP, vlan: []uint16{3}}, true},
+			{"ipv4", pkt{}, false},
+		}},
+		{"DstMAC", MatchDstMAC([6]byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xff}), []verdict{
+			{"exact", pkt{dstMAC: []byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xff}}, true},
+			{"last byte", pkt{dstMAC: []byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xfe}}, false},
+			{"first byte", pkt{dstMAC: []byte{0x7e, 0x80, 0x01, 0x02, 0x03, 0xff}}, false},
+		}},
+		{"VLAN", MatchVLAN(100), []verdict{
+			{"tag 100", pkt{vlan: []uint16{100}}, true},
+			{"s-tag 100", pkt{vlan: []uint16{100, 5}, qinq: true}, true},
+			{"tag 101", pkt{vlan: []uint16{101}}, false},
+			{"inner 100", pkt{vlan: []uint16{5, 100}}, false},
+			{"untagged", pkt{}, false},
+		}},
+		{"SrcIPv4", MatchSrcIP("192.168.128.0/17"), []verdict{
+			{"inside", pkt{src: "192.168.200.1", dst: "10.0.0.1"}, true},
+			{"edge", pkt{src: "192.168.128.0", dst: "10.0.0.1"}, true},
+			{"outside", pkt{src: "192.168.127.255", dst: "10.0.0.1"}, false},
+			{"dst inside", pkt{src: "10.0.0.1", dst: "192.168.200.1"}, false},
+			{"options", pkt{src: "192.168.200.1", dst: "10.0.0.1", ipOpts: true}, true},
+			{"tagged", pkt{src: "192.168.200.1", dst: "10.0.0.1", vlan: []uint16{9}}, true},
+		}},
+		{"DstIPv4HighBit", MatchDstIP("240.1.2.3"), []verdict{
+			{"exact", pkt{src: "10.0.0.1", dst: "240.1.2.3"}, true},
+			{"next", pkt{src: "10.0.0.1", dst: "240.1.2.4"}, false},
+		}},
+		{"DstIPv6", MatchDstIP("2001:db8:ffff::/48"), []verdict{
+			{"inside", pkt{v6: true, src: "2001:db8::1", dst: "2001:db8:ffff:1::9"}, true},
+			{"outside", pkt{v6: true, src: "2001:db8::1", dst: "2001:db8:fffe::9"}, false},
+			{"v4", pkt{}, false},
+		}},
+		{"SrcIPv6Host", MatchSrcIP("fe80::1"), []verdict{
+			{"exact", pkt{v6: true, src: "fe80::1", dst: "ff02::1"}, true},
+			{"other", pkt{v6: true, src: "fe80::2", dst: "ff02::1"}, false},
+		}},
+		{"Flow", MatchFlow("10.0.0.1", "10.0.0.2/32"), []verdict{
+			{"forward", pkt{src: "10.0.0.1", dst: "10.0.0.2"}, true},
+			{"reverse", pkt{src: "10.0.0.2", dst: "10.0.0.1"}, false},
+			{"half", pkt{src: "10.0.0.1", dst: "10.0.0.3"}, false},
+		}},
+		{"And", MatchAnd(MatchVLAN(20), MatchUDPPort(9000), MatchDstIP("10.9.0.0/16")), []verdict{
+			{"all three", pkt{vlan: []uint16{20}, dport: 9000, dst: "10.9.1.1", src: "10.0.0.1"}, true},
+			{"wrong vlan", pkt{vlan: []uint16{21}, dport: 9000, dst: "10.9.1.1", src: "10.0.0.1"}, false},
+			{"wrong port", pkt{vlan: []uint16{20}, dport: 9001, dst: "10.9.1.1", src: "10.0.0.1"}, false},
+			{"wrong net", pkt{vlan: []uint16{20}, dport: 9000, dst: "10.8.1.1", src: "10.0.0.1"}, false},
+			{"untagged", pkt{dport: 9000, dst: "10.9.1.1", src: "10.0.0.1"}, false},
+		}},
+		{"Any", MatchAny(MatchIPv4Proto(47), MatchIPv6NextHeader(47)), []verdict{
+			{"gre v4", pkt{proto: 47}, true},
+			{"gre v6", pkt{v6: true, proto: 47}, true},
+			{"udp", pkt{}, false},
+		}},
+		{"AndOfAny", MatchAnd(MatchAny(MatchVLAN(5), MatchVLAN(6)), MatchUDPPort(53)), []verdict{
+			{"vlan 5", pkt{vlan: []uint16{5}, dport: 53}, true},
+			{"vlan 6", pkt{vlan: []uint16{6}, dport: 53}, true},
+			{"vlan 7", pkt{vlan: []uint16{7}, dport: 53}, false},
+			{"vlan 5 port 54", pkt{vlan: []uint16{5}, dport: 54}, false},
+		}},
+		{"L4PortIHL", MatchL4Port(17, false, 53, 5353), []verdict{
+			{"v4", pkt{dport: 53}, true},
+			{"v4 options", pkt{dport: 5353, ipOpts: true}, true},
+			{"v4 options other port", pkt{dport: 54, ipOpts: true}, false},
+			{"later fragment", pkt{dport: 53, fragOff: 100}, false},
+			{"v6", pkt{v6: true, dport: 53}, true},
+			{"tcp", pkt{proto: tcp, dport: 53}, false},
+			{"tagged options", pkt{dport: 53, ipOpts: true, vlan: []uint16{9}}, true},
+		}},
+		{"L4SrcPortIHL", MatchL4Port(6, true, 443), []verdict{
+			{"v4", pkt{proto: tcp, sport: 443, dport: 1}, true},
+			{"v4 options", pkt{proto: tcp, sport: 443, dport: 1, ipOpts: true}, true},
+			{"dst 443", pkt{proto: tcp, sport: 1, dport: 443}, false},
+		}},
+		{"All", MatchAll(), []verdict{{"udp", pkt{}, true}, {"arp", pkt{ether: layers.EthernetTypeARP}, true}}},
+		{"None", MatchNone(), []verdict{{"udp", pkt{}, false}, {"arp", pkt{ether: layers.EthernetTypeARP}, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runVerdicts(t, classifier(t, WithFilter(tc.m)), tc.cases)
+		})
+	}
+}
+
+// TestMatchersOR: matches of one filter are alternatives.
+func TestMatchersOR(t *testing.T) {
+	c := classifier(t, WithFilter(MatchUDPPort(4789), MatchTCPPort(179), MatchICMPv4Echo()))
+	runVerdicts(t, c, []verdict{
+		{"vxlan", pkt{dport: 4789}, true},
+		{"bgp", pkt{proto: tcp, dport: 179}, true},
+		{"ping", pkt{proto: icmp, icmpType: 8}, true},
+		{"dns", pkt{dport: 53}, false},
+	})
+}
+
+// TestExceptWins: an exception passes what the filter would take.
+func TestExceptWins(t *testing.T) {
+	c := classifier(t, WithFilter(MatchAll()), WithExcept(MatchSrcIP("192.0.2.10/32")))
+	runVerdicts(t, c, []verdict{
+		{"noisy host", pkt{src: "192.0.2.10", dst: "10.0.0.1"}, false},
+		{"neighbour", pkt{src: "192.0.2.11", dst: "10.0.0.1"}, true},
+	})
+	if _, err := NewClassifier(WithFilter(MatchUDPPort(1)), WithExcept(MatchAll())); !errors.Is(err, packetio.ErrUnsupported) {
+		t.Fatalf("MatchAll as an exception: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestKeepManagement (unscoped, as MatchPacket builds it): what keeps a
+// host reachable stays with the kernel under MatchAll.
+func TestKeepManagement(t *testing.T) {
+	c := classifier(t, WithFilter(MatchAll()), WithKeepManagement(2222))
+	runVerdicts(t, c, []verdict{
+		{"arp", pkt{ether: layers.EthernetTypeARP}, false},
+		{"tagged arp", pkt{ether: layers.EthernetTypeARP, vlan: []uint16{3}}, false},
+		{"nd solicit", pkt{v6: true, proto: icm6, icmpType: 135}, false},
+		{"nd redirect", pkt{v6: true, proto: icm6, icmpType: 137}, false},
+		{"icmpv6 echo", pkt{v6: true, proto: icm6, icmpType: 128}, true},
+		{"ssh in", pkt{proto: tcp, sport: 50000, dport: 22}, false},
+		{"ssh return", pkt{proto: tcp, sport: 22, dport: 50000}, false},
+		{"ssh v6", pkt{v6: true, proto: tcp, sport: 50000, dport: 22}, false},
+		{"extra port", pkt{proto: tcp, sport: 50000, dport: 2222}, false},
+		{"dns reply", pkt{sport: 53, dport: 40000}, false},
+		{"dns tcp reply", pkt{proto: tcp, sport: 53, dport: 40000}, false},
+		{"dns query", pkt{sport: 40000, dport: 53}, true},
+		{"udp 22", pkt{dport: 22}, true},
+		{"plain udp", pkt{dport: 9}, true},
+	})
+}
+
+// TestKeepManagementScoped: port rules hold only for this host's addresses.
+func TestKeepManagementScoped(t *testing.T) {
+	testenv.NeedBPF(t)
+	local := mustPrefixes(t, "10.0.0.2/32", "2001:db8::2/128")
+	c := classifier(t, WithFilter(MatchAll()), WithExcept(managementRules(nil, local)...))
+	runVerdicts(t, c, []verdict{
+		{"ssh to us", pkt{proto: tcp, sport: 50000, dport: 22, src: "10.0.0.1", dst: "10.0.0.2"}, false},
+		{"ssh to us v6", pkt{v6: true, proto: tcp, sport: 50000, dport: 22, src: "2001:db8::1", dst: "2001:db8::2"}, false},
+		{"transit ssh", pkt{proto: tcp, sport: 50000, dport: 22, src: "10.0.0.1", dst: "10.0.0.3"}, true},
+		{"arp", pkt{ether: layers.EthernetTypeARP}, false},
+	})
+	c2 := classifier(t, WithFilter(MatchAll()), WithExcept(managementRules(nil, mustPrefixes(t))...))
+	runVerdicts(t, c2, []verdict{
+		{"no address: ssh taken", pkt{proto: tcp, sport: 50000, dport: 22}, true},
+		{"no address: arp kept", pkt{ether: layers.EthernetTypeARP}, false},
+	})
+}
+
+// TestCustomMatch: the seed's reimplementation of MatchUDPPort(5000) through
+// NewMatch, with near misses.
+func TestCustomMatch(t *testing.T) {
+	udp5000 := NewMatch("udp/5000", func(e MatchEnv) (asm.Instructions, error) {
+		ins, frame := e.FrameBase()
+		ins = append(ins, e.Bounds(frame, 36+2)...)
+		return append(ins,
+			asm.LoadMem(asm.R3, frame, OffEtherType, asm.Half),
+			asm.JNE.Imm(asm.R3, NetShort(EtherTypeIPv4), e.Next),
+			asm.LoadMem(asm.R3, frame, 23, asm.Byte),
+			asm.JNE.Imm(asm.R3, 17, e.Next),
+			asm.LoadMem(asm.R3, frame, 36, asm.Half),
+			asm.JEq.Imm(asm.R3, NetShort(5000), e.Redirect),
+		), nil
+	})
+	runVerdicts(t, classifier(t, WithFilter(udp5000)), []verdict{
+		{"5000", pkt{dport: 5000}, true},
+		{"5001", pkt{dport: 5001}, false},
+		{"tagged", pkt{dport: 5000, vlan: []uint16{1}}, true},
+		{"tcp", pkt{proto: tcp, dport: 5000}, false},
+	})
+	if got := udp5000.String(); got != "udp/5000" {
+		t.Errorf("name %q", got)
+	}
+}
+
+// TestBlockContract: what a custom block may not do is refused before the
+// verifier, with a message that says why.
+func TestBlockContract(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code asm.Instructions
+		want string
+	}{
+		{"reads R8", asm.Instructions{asm.Mov.Reg(asm.R1, asm.R8)}, "R8"},
+		{"writes R8", asm.Instructions{asm.Mov.Imm(asm.R8, 1)}, "R8"},
+		{"writes R6", asm.Instructions{asm.Add.Imm(asm.R6, 4)}, "R6"},
+		{"writes R7", asm.Instructions{asm.LoadMem(asm.R7, asm.R6, 0, asm.Byte)}, "R7"},
+		{"writes R9", asm.Instructions{asm.Mov.Imm(asm.R9, 0)}, "R9"},
+		{"returns", asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, "returns"},
+		{"stack outside", asm.Instructions{storeImm64(asm.R10, -72, 0)}, "stack"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code := tc.code
+			m := NewMatch("bad", func(MatchEnv) (asm.Instructions, error) { return code, nil })
+			_, err := assemble(progConfig{matches: []Match{m}, tail: tailTest})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("assemble: %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+	// Inside the block's stack area is fine, and so is reading R6/R7/R9.
+	ok := NewMatch("ok", func(e MatchEnv) (asm.Instructions, error) {
+		return asm.Instructions{
+			storeImm64(asm.R10, -BlockStack, 0),
+			asm.Mov.Reg(asm.R1, asm.R9),
+			asm.Mov.Reg(asm.R2, asm.R6),
+		}, nil
+	})
+	if _, err := assemble(progConfig{matches: []Match{ok}, tail: tailTest}); err != nil {
+		t.Fatalf("a block inside the contract: %v", err)
+	}
+}
+
+// TestMatchErrors: bad arguments and broken builders surface as errors from
+// the filter's construction, never as panics.
+func TestMatchErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    Match
+	}{
+		{"zero", Match{}},
+		{"bad cidr", MatchSrcIP("10.0.0.0/33")},
+		{"bad address", MatchDstIP("not-an-ip")},
+		{"mixed flow", MatchFlow("10.0.0.1", "::1")},
+		{"vlan 4096", MatchVLAN(4096)},
+		{"nil builder", NewMatch("x", nil)},
+		{"builder error", NewMatch("x", func(MatchEnv) (asm.Instructions, error) { return nil, errors.New("nope") })},
+		{"builder panic", NewMatch("x", func(MatchEnv) (asm.Instructions, error) { panic("boom") })},
+		{"empty and", MatchAnd()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := assemble(progConfig{matches: []Match{tc.m}, tail: tailTest}); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	if _, err := assemble(progConfig{tail: tailTest}); !errors.Is(err, packetio.ErrUnsupported) || !strings.Contains(err.Error(), "MatchAll") {
+		t.Fatalf("no filter: %v", err)
+	}
+}
+
+// TestVerifierRejectionIsTyped: a block that reads the packet without a
+// bounds check gets through our checks and is refused by the kernel's
+// verifier, as a *ebpf.VerifierError.
+func TestVerifierRejectionIsTyped(t *testing.T) {
+	testenv.NeedBPF(t)
+	_ = rlimit.RemoveMemlock()
+	m := NewMatch("unbounded", func(e MatchEnv) (asm.Instructions, error) {
+		return asm.Instructions{
+			asm.LoadMem(asm.R1, asm.R7, 40, asm.Byte),
+			asm.JEq.Imm(asm.R1, 1, e.Redirect),
+		}, nil
+	})
+	_, err := NewClassifier(WithFilter(m))
+	if !IsVerifierError(err) {
+		t.Fatalf("unbounded load: %v, want a verifier error", err)
+	}
+}
+
+// TestShortFrame: the kernel refuses frames under 14 bytes; MatchPacket
+// says why instead of passing on a bare EINVAL.
+func TestShortFrame(t *testing.T) {
+	_, err := MatchPacket(make([]byte, 13), WithFilter(MatchAll()))
+	if !errors.Is(err, packetio.ErrBadLength) {
+		t.Fatalf("13-byte frame: %v", err)
+	}
+}
+
+// TestFiltersVerifyWithFrags: every matcher also loads as a multi-buffer
+// program.
+func TestFiltersVerifyWithFrags(t *testing.T) {
+	c := classifier(t, WithMultiBuffer(), WithFilter(MatchUDPPort(1), MatchTCPSrcPort(2), MatchIPv4Proto(3), MatchIPv6NextHeader(4),
+		MatchICMPv4Echo(), MatchICMPv6Echo(), MatchEtherType(5), MatchDstMAC([6]byte{1}), MatchVLAN(6),
+		MatchSrcIP("10.0.0.0/8"), MatchDstIP("::/0"), MatchFlow("1.1.1.1", "2.2.2.2")), WithKeepManagement())
+	runVerdicts(t, c, []verdict{{"udp 1", pkt{dport: 1}, true}, {"arp", pkt{ether: layers.EthernetTypeARP}, false}})
+}
+
+func mustPrefixes(t *testing.T, ss ...string) []netip.Prefix {
+	t.Helper()
+	out := []netip.Prefix{}
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}

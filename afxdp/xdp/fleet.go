@@ -1,0 +1,475 @@
+package xdp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Fleet is one XDP program attached to an interface and one socket per
+// bound receive queue, registered in the program's socket map: the whole of
+// what it takes to receive from (and transmit on) every queue of a NIC.
+type Fleet struct {
+	ifname  string
+	ifindex int
+	prog    *ebpf.Program
+	xsks    *ebpf.Map
+	lnk     link.Link
+	sockets []*Socket
+	umem    *umem // the shared region, with WithSharedMemory
+	extra   uint64
+	info    Info
+	progCfg progConfig // what the attached program was built from
+	tuning  hostTuning
+
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// openFleets holds every open fleet until Close: a program that keeps only
+// the sockets must not let the collector finalise the Fleet, whose BPF link
+// would then close and detach the program under live sockets (bound, and
+// silently receiving nothing).
+var openFleets sync.Map
+
+// bindGroup is one way of attaching the program, with the bind flags to
+// try under it, best first.
+type bindGroup struct {
+	name      string
+	xdpFlags  link.XDPAttachFlags
+	bindFlags []uint16
+	native    bool
+}
+
+func modeGroups(m Mode, zcPossible bool) []bindGroup {
+	native := bindGroup{name: "native", xdpFlags: link.XDPDriverMode, bindFlags: []uint16{unix.XDP_ZEROCOPY, unix.XDP_COPY}, native: true}
+	if !zcPossible {
+		native.bindFlags = []uint16{unix.XDP_COPY}
+	}
+	generic := bindGroup{name: "generic", xdpFlags: link.XDPGenericMode, bindFlags: []uint16{unix.XDP_COPY}}
+	switch m {
+	case ModeZeroCopy:
+		return []bindGroup{{name: "native", xdpFlags: link.XDPDriverMode, bindFlags: []uint16{unix.XDP_ZEROCOPY}, native: true}}
+	case ModeNative:
+		return []bindGroup{native}
+	case ModeGeneric:
+		return []bindGroup{generic}
+	}
+	return []bindGroup{native, generic}
+}
+
+// Open attaches the filter program to the interface named ifname (in the
+// network namespace of the calling thread), opens one socket per receive
+// queue (all of them unless WithQueues narrows it), and registers each in
+// the program's socket map. It requires a filter: see WithFilter.
+//
+// The mode is chosen as the driver allows: native zero-copy, then native
+// copy, then generic, unless an option forces one; Info says what was
+// granted, read back from the kernel. The program is attached through a BPF
+// link, which the kernel removes if the process dies; a program left by an
+// earlier, crashed process that attached the legacy way is removed first.
+// Every step is undone if a later one fails.
+func Open(ifname string, opts ...Option) (*Fleet, error) {
+	c := newConfig(opts)
+	f, err := open(ifname, c)
+	if err != nil {
+		return nil, fmt.Errorf("xdp %s: %w", ifname, err)
+	}
+	openFleets.Store(f, struct{}{})
+	return f, nil
+}
+
+func open(ifname string, c *config) (f *Fleet, err error) {
+	if err := validateMatches(c.matches, c.except); err != nil {
+		return nil, err
+	}
+	lk, err := netlink.LinkByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no interface %q in this network namespace: %w", ErrUnsupported, ifname, err)
+	}
+	attrs := lk.Attrs()
+	f = &Fleet{ifname: ifname, ifindex: attrs.Index}
+	f.info = Info{Interface: ifname, Ifindex: attrs.Index, Driver: driverName(ifname)}
+	fl := f // the named result is nil by the time a failure's cleanup runs
+	defer func() {
+		if err != nil {
+			fl.teardown()
+		}
+	}()
+
+	if !c.frameSizeSet && c.mode != ModeGeneric && f.info.Driver == "ena" {
+		// ENA's zero-copy needs page-sized chunks; with 2048 it binds in
+		// copy mode without a word.
+		c.frameSize = 4096
+		f.info.Decisions = append(f.info.Decisions, "frame size 4096 (ena zero-copy needs page-sized frames)")
+	}
+	g, err := c.geometry()
+	if err != nil {
+		return nil, err
+	}
+	total, err := channels(ifname)
+	if err != nil || total <= 0 {
+		total = max(attrs.NumRxQueues, 1)
+	}
+	nq := total
+	if c.queues > 0 {
+		if c.queues > total {
+			return nil, fmt.Errorf("%w: WithQueues(%d), but %s has %d receive queues", ErrUnsupported, c.queues, ifname, total)
+		}
+		nq = c.queues
+	}
+	if nq > MaxQueues {
+		nq = MaxQueues
+	}
+	f.info.Queues, f.info.QueuesTotal = nq, total
+	f.info.FrameSize, f.info.NumFrames, f.info.TxFrames = g.frameSize, g.numFrames, g.txFrames
+	if err := rlimit.RemoveMemlock(); err != nil {
+		f.info.Decisions = append(f.info.Decisions, "RLIMIT_MEMLOCK left as it is: "+err.Error())
+	}
+
+	except := c.except
+	mgmt := ""
+	if c.keepMgmt {
+		local, err := localPrefixes(f.ifindex)
+		if err != nil {
+			return nil, fmt.Errorf("%w: WithKeepManagement: %w", ErrUnsupported, err)
+		}
+		except = append(managementRules(c.mgmtPorts, local), except...)
+		mgmt = managementDesc(c.mgmtPorts, local)
+	}
+	f.info.Filter = filterDesc(c.matches, c.except, mgmt)
+
+	feat := queryFeatures(f.ifindex)
+	f.info.Features = feat.String()
+	kf, kfErr := lookupKfuncs()
+
+	var tried []string
+	for _, grp := range modeGroups(c.mode, feat.zeroCopyPossible()) {
+		pc := progConfig{matches: c.matches, except: except, frags: c.multiBuf, tail: tailRedirect}
+		if c.stamps {
+			pc.stamp = stampMonotonic
+		}
+		devBound := grp.native && kfErr == nil
+		if devBound && c.stamps && feat.rxTimestamp() && kf.timestamp != 0 {
+			pc.stamp = stampDevice
+		}
+		if devBound && needsVLAN(c.matches, except) && feat.rxVLANTag() && kf.vlanTag != 0 {
+			pc.vlanKfunc = true
+		}
+		if pc.stamp != stampDevice && !pc.vlanKfunc {
+			devBound = false
+		}
+		ok, reason, err := f.tryGroup(c, g, grp, pc, devBound, nq)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			f.info.Tried = tried
+			f.fillInfo(c, pc, grp)
+			if err := f.tune(c, grp); err != nil {
+				return nil, err
+			}
+			return f, nil
+		}
+		tried = append(tried, grp.name+": "+reason)
+	}
+	return nil, fmt.Errorf("%w: could not open %d queues: %s", ErrUnsupported, nq, strings.Join(tried, "; "))
+}
+
+// tryGroup attaches a program in one mode and binds the sockets with each
+// of the group's flags in turn. It returns false with the reason when the
+// driver refuses the mode, and an error only for what no other mode can
+// fix.
+func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc progConfig, devBound bool, nq int) (bool, string, error) {
+	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: "xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(max(f.info.QueuesTotal, nq))})
+	if err != nil {
+		return false, "", fmt.Errorf("create the socket map: %w", err)
+	}
+	pc.xsksFD = xsks.FD()
+	insns, err := assemble(pc)
+	if err != nil {
+		xsks.Close()
+		return false, "", err
+	}
+	ifindex := 0
+	if devBound {
+		ifindex = f.ifindex
+	}
+	prog, err := loadProgram(insns, pc.frags, ifindex)
+	if err != nil && devBound {
+		// The kernel or driver refused the metadata kfuncs: go on
+		// without them, and say so.
+		f.info.Decisions = append(f.info.Decisions, "metadata kfuncs refused ("+err.Error()+"); program not device-bound")
+		pc.stamp, pc.vlanKfunc = min(pc.stamp, stampMonotonic), false
+		if insns, err = assemble(pc); err == nil {
+			prog, err = loadProgram(insns, pc.frags, 0)
+		}
+	}
+	if err != nil {
+		xsks.Close()
+		return false, "", err
+	}
+	if err := removeStaleProgram(f.ifindex); err != nil {
+		prog.Close()
+		xsks.Close()
+		return false, "", err
+	}
+	lnk, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: f.ifindex, Flags: grp.xdpFlags})
+	if err != nil {
+		prog.Close()
+		xsks.Close()
+		return false, fmt.Sprintf("attach refused (%v)", err), nil
+	}
+	f.prog, f.xsks, f.lnk = prog, xsks, lnk
+	f.progCfg = pc
+	var reasons []string
+	for _, bf := range grp.bindFlags {
+		flags := bf
+		if c.needWakeup {
+			flags |= unix.XDP_USE_NEED_WAKEUP
+		}
+		if c.multiBuf {
+			flags |= unix.XDP_USE_SG
+		}
+		err := f.openSockets(c, g, flags, nq)
+		if err != nil && c.sharePref && c.shared && nq > 1 {
+			// The kernel refused to share: one UMEM per socket.
+			shared := *c
+			shared.shared = false
+			if err2 := f.openSockets(&shared, g, flags, nq); err2 == nil {
+				f.info.Decisions = append(f.info.Decisions, "one UMEM per socket: the kernel refused to share one ("+err.Error()+")")
+				err = nil
+			}
+		}
+		if err == nil {
+			return true, "", nil
+		}
+		reasons = append(reasons, fmt.Sprintf("bind %s: %v", bindName(bf), err))
+	}
+	f.detach()
+	return false, strings.Join(reasons, ", "), nil
+}
+
+// openSockets opens and registers a socket per queue, sharing one UMEM
+// when asked; on failure none is left open.
+func (f *Fleet) openSockets(c *config, g socketGeometry, flags uint16, nq int) (err error) {
+	defer func() {
+		if err != nil {
+			f.closeSockets()
+		}
+	}()
+	var u *umem
+	if c.shared {
+		extra := (c.extra + g.frameSize - 1) &^ (g.frameSize - 1)
+		if u, err = newUMEM(nq*g.numFrames*g.frameSize+extra, g.frameSize, c.hugePages); err != nil {
+			return err
+		}
+		f.umem, f.extra = u, uint64(nq*g.numFrames*g.frameSize)
+		defer u.release() // the sockets hold their own references
+	}
+	for q := range nq {
+		sp := socketSpec{ifindex: f.ifindex, queue: q, geo: g, cfg: c, bindFlags: flags, shareFD: -1}
+		if u != nil {
+			sp.umem, sp.first = u, q*g.numFrames
+			if q > 0 {
+				sp.shareFD = f.sockets[0].fd
+			}
+		}
+		s, err := openSocket(sp)
+		if err != nil {
+			return err
+		}
+		f.sockets = append(f.sockets, s)
+		if err := f.xsks.Put(uint32(q), uint32(s.fd)); err != nil {
+			return fmt.Errorf("register queue %d in the socket map: %w", q, err)
+		}
+	}
+	return nil
+}
+
+func bindName(flags uint16) string {
+	if flags&unix.XDP_ZEROCOPY != 0 {
+		return "zero-copy"
+	}
+	return "copy"
+}
+
+// removeStaleProgram removes an XDP program a dead process attached the
+// legacy (netlink) way; one held by a BPF link belongs to a live process and
+// is not ours to remove.
+func removeStaleProgram(ifindex int) error {
+	lk, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return fmt.Errorf("look up interface %d: %w", ifindex, err)
+	}
+	x := lk.Attrs().Xdp
+	if x == nil || !x.Attached {
+		return nil
+	}
+	flags := 0
+	switch x.AttachMode {
+	case 1:
+		flags = unix.XDP_FLAGS_DRV_MODE
+	case 2:
+		flags = unix.XDP_FLAGS_SKB_MODE
+	case 3:
+		flags = unix.XDP_FLAGS_HW_MODE
+	}
+	if err := netlink.LinkSetXdpFdWithFlags(lk, -1, flags); err != nil {
+		return fmt.Errorf("%w: %s already has XDP program %d attached, held by a BPF link of a running process (%v); close that first",
+			ErrUnsupported, lk.Attrs().Name, x.ProgId, err)
+	}
+	for range 100 {
+		lk, err := netlink.LinkByIndex(ifindex)
+		if err != nil || lk.Attrs().Xdp == nil || !lk.Attrs().Xdp.Attached {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("%w: the stale XDP program %d on interface %d did not go away", ErrUnsupported, x.ProgId, ifindex)
+}
+
+// attachMode reads back how the program is attached.
+func attachMode(ifindex int) string {
+	lk, err := netlink.LinkByIndex(ifindex)
+	if err != nil || lk.Attrs().Xdp == nil {
+		return "unknown"
+	}
+	switch lk.Attrs().Xdp.AttachMode {
+	case 0:
+		return "none"
+	case 1:
+		return "native"
+	case 2:
+		return "generic"
+	case 3:
+		return "hardware"
+	case 4:
+		return "multi"
+	}
+	return "unknown"
+}
+
+// Sockets returns the sockets, indexed by queue.
+func (f *Fleet) Sockets() []*Socket { return f.sockets }
+
+// Socket returns the socket of queue q, or nil.
+func (f *Fleet) Socket(q int) *Socket {
+	if q < 0 || q >= len(f.sockets) {
+		return nil
+	}
+	return f.sockets[q]
+}
+
+// NumQueues is the number of bound queues.
+func (f *Fleet) NumQueues() int { return len(f.sockets) }
+
+// Memory returns the fleet's one region with WithSharedMemory (every
+// queue's frames, then the extra area), or nil without it.
+func (f *Fleet) Memory() []byte {
+	if f.umem == nil {
+		return nil
+	}
+	return f.umem.mem
+}
+
+// Extra returns the address of the WithSharedMemory extra area (usable as a
+// Desc.Addr on any socket) and the area itself, or (0, nil) without it.
+func (f *Fleet) Extra() (uint64, []byte) {
+	if f.umem == nil {
+		return 0, nil
+	}
+	return f.extra, f.umem.mem[f.extra:]
+}
+
+// WaitLinkUp waits until the interface reports its carrier up for a second
+// in a row, or timeout passes. A native attach resets the driver's rings,
+// and some NICs renegotiate the link for seconds afterwards.
+func (f *Fleet) WaitLinkUp(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	ups := 0
+	for time.Now().Before(deadline) {
+		lk, err := netlink.LinkByIndex(f.ifindex)
+		if err == nil && (lk.Attrs().OperState == netlink.OperUp || lk.Attrs().OperState == netlink.OperUnknown) {
+			ups++
+			if ups >= 5 {
+				return true
+			}
+		} else {
+			ups = 0
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
+}
+
+// Close unregisters and closes every socket, detaches the program, and
+// restores every host setting Open changed, in reverse order. It runs every
+// step and returns the first error. It is idempotent.
+func (f *Fleet) Close() error {
+	f.closeMu.Lock()
+	defer f.closeMu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	openFleets.Delete(f)
+	return f.teardown()
+}
+
+func (f *Fleet) teardown() error {
+	var errs []error
+	for q, s := range f.sockets {
+		if f.xsks != nil {
+			if err := f.xsks.Delete(uint32(q)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				errs = append(errs, fmt.Errorf("unregister queue %d: %w", q, err))
+			}
+		}
+		_ = s
+	}
+	f.closeSockets()
+	if err := f.detach(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.tuning.restore(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (f *Fleet) closeSockets() {
+	for _, s := range f.sockets {
+		_ = s.Close()
+	}
+	f.sockets = nil
+	f.umem = nil
+}
+
+// detach closes the link (the kernel removes the program), the program and
+// the map.
+func (f *Fleet) detach() error {
+	var err error
+	if f.lnk != nil {
+		if e := f.lnk.Close(); e != nil {
+			err = fmt.Errorf("detach the XDP program: %w", e)
+		}
+		f.lnk = nil
+	}
+	if f.prog != nil {
+		f.prog.Close()
+		f.prog = nil
+	}
+	if f.xsks != nil {
+		f.xsks.Close()
+		f.xsks = nil
+	}
+	return err
+}

@@ -1,0 +1,200 @@
+package xdp
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Info is how an open fleet is really running: every automatic decision,
+// read back from the kernel where it can be.
+type Info struct {
+	Interface string
+	Ifindex   int
+	// Driver is the interface's driver, "" where it reports none.
+	Driver string
+	// Queues is the number of bound queues, QueuesTotal the number the
+	// interface has: traffic on the others goes to the kernel.
+	Queues, QueuesTotal int
+	// Mode is the attach mode read back from the kernel: "native",
+	// "generic", "hardware", "multi" or "none".
+	Mode string
+	// ZeroCopy is true when the kernel granted zero-copy to every socket
+	// (XDP_OPTIONS), not merely when it was asked.
+	ZeroCopy bool
+	// BindFlags are the flags the sockets were bound with.
+	BindFlags uint16
+	// NeedWakeup is whether the sockets use XDP_USE_NEED_WAKEUP.
+	NeedWakeup bool
+	// FrameSize and NumFrames describe each socket's frames, TxFrames how
+	// many of them transmit.
+	FrameSize, NumFrames, TxFrames int
+	// SharedUMEM is true when every socket is registered with one region
+	// (WithSharedMemory).
+	SharedUMEM bool
+	// MultiBuffer is whether packets may span frames.
+	MultiBuffer bool
+	// Filter summarises the matches and exceptions.
+	Filter string
+	// Timestamps says which clock stamps received frames, or "off".
+	Timestamps string
+	// VLAN says how VLAN matches see tags, where the filter has one.
+	VLAN string
+	// Features is what the kernel reports of the device.
+	Features string
+	// Tuning lists the host settings changed (and restored on Close).
+	Tuning []string
+	// Affinity says where the queues' workers run.
+	Affinity string
+	// Decisions lists the other choices Open made for you, with reasons.
+	Decisions []string
+	// Tried lists the modes tried before the one that worked, and why
+	// each failed.
+	Tried []string
+}
+
+// String is one line: "veth0: 2/2 queues, copy, native XDP, 8192x2048B
+// frames, filter udp/9, ...".
+func (i Info) String() string {
+	zc := "copy"
+	if i.ZeroCopy {
+		zc = "zero-copy"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d/%d queues, %s, %s XDP, %dx%dB frames", i.Interface, i.Queues, i.QueuesTotal, zc, i.Mode, i.NumFrames, i.FrameSize)
+	if i.Driver != "" {
+		fmt.Fprintf(&b, ", driver %s", i.Driver)
+	}
+	if i.SharedUMEM {
+		b.WriteString(", one shared UMEM")
+	}
+	if i.MultiBuffer {
+		b.WriteString(", multi-buffer")
+	}
+	if !i.NeedWakeup {
+		b.WriteString(", no need-wakeup")
+	}
+	fmt.Fprintf(&b, ", filter %s", i.Filter)
+	if i.Timestamps != "" && i.Timestamps != "off" {
+		fmt.Fprintf(&b, ", rx stamps: %s", i.Timestamps)
+	}
+	if i.VLAN != "" {
+		fmt.Fprintf(&b, ", vlan: %s", i.VLAN)
+	}
+	if len(i.Tuning) == 0 {
+		b.WriteString(", untuned")
+	} else {
+		fmt.Fprintf(&b, ", tuned: %s", strings.Join(i.Tuning, "; "))
+	}
+	if i.Affinity != "" {
+		fmt.Fprintf(&b, ", affinity: %s", i.Affinity)
+	}
+	for _, d := range i.Decisions {
+		fmt.Fprintf(&b, ", %s", d)
+	}
+	if len(i.Tried) > 0 {
+		fmt.Fprintf(&b, " (tried: %s)", strings.Join(i.Tried, "; "))
+	}
+	return b.String()
+}
+
+// fillInfo records what the successful mode group gave.
+func (f *Fleet) fillInfo(c *config, pc progConfig, grp bindGroup) {
+	in := &f.info
+	in.Mode = attachMode(f.ifindex)
+	in.ZeroCopy = len(f.sockets) > 0
+	for _, s := range f.sockets {
+		in.ZeroCopy = in.ZeroCopy && s.zeroCopy
+	}
+	if len(f.sockets) > 0 {
+		in.BindFlags = f.sockets[0].bindFlags
+		in.NeedWakeup = f.sockets[0].needWakeup
+	}
+	in.SharedUMEM = f.umem != nil
+	in.MultiBuffer = c.multiBuf
+	switch pc.stamp {
+	case stampNone:
+		in.Timestamps = "off"
+	case stampMonotonic:
+		in.Timestamps = "CLOCK_MONOTONIC (bpf_ktime_get_ns) at the XDP hook"
+	case stampDevice:
+		in.Timestamps = "the driver's hardware clock (bpf_xdp_metadata_rx_timestamp) where it gives one, else CLOCK_MONOTONIC at the XDP hook; counted per clock in Stats"
+	}
+	if needsVLAN(pc.matches, pc.except) {
+		if pc.vlanKfunc {
+			in.VLAN = "the tag in the frame, or the one the driver stripped (bpf_xdp_metadata_rx_vlan_tag)"
+		} else {
+			in.VLAN = "the tag in the frame only (a tag the driver strips before XDP is not seen: turn rx-vlan-offload off)"
+		}
+	}
+	if grp.native && c.mode == ModeAuto && len(f.info.Tried) == 0 && !in.ZeroCopy {
+		in.Decisions = append(in.Decisions, "zero-copy not granted by the driver: native copy mode")
+	}
+}
+
+// Info reports how the fleet is running.
+func (f *Fleet) Info() (Info, error) {
+	f.closeMu.Lock()
+	defer f.closeMu.Unlock()
+	if f.closed {
+		return Info{}, fmt.Errorf("xdp %s: info: %w", f.ifname, ErrClosed)
+	}
+	in := f.info
+	in.Tuning = f.tuning.changes()
+	in.Affinity = f.tuning.affinityDesc()
+	return in, nil
+}
+
+// FleetStats sums the sockets' counters, with each socket's own.
+type FleetStats struct {
+	Queues                                      int
+	RxPackets, TxPackets, TxCompleted           uint64
+	RxDropped, RxRingFull, RxFillRingEmpty      uint64
+	RxInvalidDescs, TxInvalidDescs, TxRingEmpty uint64
+	Polls, Kicks, KicksSuppressed               uint64
+	PerQueue                                    []Stats
+}
+
+// PacketsPerPoll is received packets per poll(2) over the fleet.
+func (s FleetStats) PacketsPerPoll() float64 {
+	if s.Polls == 0 {
+		return 0
+	}
+	return float64(s.RxPackets) / float64(s.Polls)
+}
+
+// String is one line for a log.
+func (s FleetStats) String() string {
+	return fmt.Sprintf("rx=%d tx=%d packets, %.1f pkt/poll, kicks %d (%d suppressed), rx_dropped=%d rx_ring_full=%d fill_empty=%d invalid=%d/%d",
+		s.RxPackets, s.TxPackets, s.PacketsPerPoll(), s.Kicks, s.KicksSuppressed, s.RxDropped, s.RxRingFull, s.RxFillRingEmpty, s.RxInvalidDescs, s.TxInvalidDescs)
+}
+
+// Stats sums every socket's Stats.
+func (f *Fleet) Stats() (FleetStats, error) {
+	f.closeMu.Lock()
+	defer f.closeMu.Unlock()
+	if f.closed {
+		return FleetStats{}, fmt.Errorf("xdp %s: stats: %w", f.ifname, ErrClosed)
+	}
+	fs := FleetStats{Queues: len(f.sockets)}
+	for _, s := range f.sockets {
+		st, err := s.Stats()
+		if err != nil {
+			return fs, err
+		}
+		fs.PerQueue = append(fs.PerQueue, st)
+		fs.RxPackets += st.Received
+		fs.TxPackets += st.Transmitted
+		fs.TxCompleted += st.Completed
+		fs.Polls += st.Polls
+		fs.Kicks += st.Kicks
+		fs.KicksSuppressed += st.KicksSuppressed
+		k := st.Kernel
+		fs.RxDropped += k.RxDropped
+		fs.RxRingFull += k.RxRingFull
+		fs.RxFillRingEmpty += k.RxFillRingEmpty
+		fs.RxInvalidDescs += k.RxInvalidDescs
+		fs.TxInvalidDescs += k.TxInvalidDescs
+		fs.TxRingEmpty += k.TxRingEmpty
+	}
+	return fs, nil
+}

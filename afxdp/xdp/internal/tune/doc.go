@@ -1,0 +1,41 @@
+// Package tune changes the host settings an AF_XDP fleet runs better with,
+// and puts every one of them back.
+//
+// What it changes:
+//
+//   - NAPI deferral (TuneNAPI): napi_defer_hard_irqs and gro_flush_timeout
+//     in /sys/class/net/<if>/, so the kernel lets packets accumulate
+//     instead of waking the receiver on every poll.
+//   - Interrupt routing (MoveIRQ): /proc/irq/<n>/smp_affinity_list, when a
+//     queue's interrupt must be brought beside the worker the caller named.
+//   - Driver private flags (SetPrivFlag): mlx5's xdp_tx_mpwqe, through the
+//     SIOCETHTOOL ioctl.
+//
+// What it only reads: the per-queue interrupts of a device and where they
+// land (FindIRQs), the CPU topology (ReadTopology), from which Plan decides
+// where each queue's worker runs. Busy-poll is the socket's business, not
+// this package's.
+//
+// # Restoring
+//
+// Every change goes through a Journal, one per fleet, which Restore unwinds
+// newest first, attempting every step and joining the errors; a fleet whose
+// Open fails halfway restores the same way. Settings are reference-counted
+// across the process by (network namespace, filesystem root, interface,
+// setting), so two fleets on one interface share a change and the last to
+// close restores the original. A crash leaves the settings applied, which
+// is why every change is also listed by Journal.Changes for Info.
+//
+// # Namespaces
+//
+// Netlink-style work (ethtool ioctls, the netns identity of a setting)
+// happens in the network namespace of the calling OS thread. sysfs is
+// different: /sys shows the namespace of whoever mounted it, so a caller
+// inside another namespace gets a matching view from InNetnsSysfs. Paths
+// are always taken from a root argument (sysRoot, procRoot) so that tests
+// can point them at a fake tree. The package is Linux only.
+//
+// Failures that only mean "this host cannot do that" (no such file,
+// read-only sysfs, no permission, unknown driver) are *UnavailableError,
+// matching ErrUnavailable, with a Reason meant for an Info line.
+package tune

@@ -1,0 +1,124 @@
+package xdp
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/cilium/ebpf/asm"
+	"github.com/vishvananda/netlink"
+)
+
+// maxMgmtPrefixes bounds the addresses WithKeepManagement scopes its rules
+// to: each costs a block per port rule.
+const maxMgmtPrefixes = 16
+
+// matchND matches IPv6 neighbour discovery: ICMPv6 types 133 (router
+// solicitation) to 137 (redirect).
+func matchND() Match {
+	return Match{name: "nd", kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
+		insns := boundsTo(FrameBaseRegister, offIPv6L4+1, env.Next)
+		insns = append(insns, etherTypeIs(EtherTypeIPv6, env.Next)...)
+		insns = append(insns, byteIs(offIPv6Next, protoICMPv6, env.Next)...)
+		return append(insns,
+			asm.LoadMem(asm.R1, FrameBaseRegister, offIPv6L4, asm.Byte),
+			asm.JLT.Imm(asm.R1, 133, env.Next),
+			asm.JGT.Imm(asm.R1, 137, env.Next),
+			asm.Ja.Label(env.Redirect),
+		), nil
+	}}
+}
+
+// matchLocalPort matches proto packets whose source (src) or destination
+// port is port and whose destination address lies in local; with an invalid
+// local it matches the port in both families, any address.
+func matchLocalPort(proto uint8, src bool, port uint16, local netip.Prefix) Match {
+	l4off := int16(2)
+	dir := "dport"
+	if src {
+		l4off, dir = 0, "sport"
+	}
+	pname := "tcp"
+	if proto == protoUDP {
+		pname = "udp"
+	}
+	name := fmt.Sprintf("%s %s %d", pname, dir, port)
+	if !local.IsValid() {
+		return portMatch(name, proto, l4off, []uint16{port})
+	}
+	v6 := !local.Addr().Is4()
+	return Match{name: name + " to " + local.String(), kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
+		insns := prefixCode(local, false, env.Next)
+		return append(insns, l4Port(env, v6, proto, l4off, []uint16{port}, env.Next)...), nil
+	}}
+}
+
+// managementRules are the exceptions of WithKeepManagement, scoped to the
+// local prefixes (nil: unscoped; empty: only ARP and ND survive, as no port
+// can be addressed to this host).
+func managementRules(extraTCP []uint16, local []netip.Prefix) []Match {
+	rules := []Match{MatchEtherType(EtherTypeARP), matchND()}
+	ports := append([]uint16{22}, extraTCP...)
+	scopes := local
+	if local == nil {
+		scopes = []netip.Prefix{{}}
+	}
+	for _, pfx := range scopes {
+		for _, p := range ports {
+			rules = append(rules, matchLocalPort(protoTCP, false, p, pfx), matchLocalPort(protoTCP, true, p, pfx))
+		}
+		rules = append(rules, matchLocalPort(protoUDP, true, 53, pfx), matchLocalPort(protoTCP, true, 53, pfx))
+	}
+	return rules
+}
+
+// managementDesc summarises the management exceptions for Info.
+func managementDesc(extraTCP []uint16, local []netip.Prefix) string {
+	scope := "any address"
+	if local != nil {
+		scope = fmt.Sprintf("%d local addresses", len(local))
+	}
+	return fmt.Sprintf("management: arp, nd, ssh %s, dns replies, to %s", portList(append([]uint16{22}, extraTCP...)), scope)
+}
+
+// localPrefixes returns the host addresses of the link and of every link
+// whose parent it is (VLAN and macvlan children, where a management address
+// often lives), as /32 and /128 prefixes, in the network namespace of the
+// calling thread.
+func localPrefixes(ifindex int) ([]netip.Prefix, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	seen := map[netip.Prefix]bool{}
+	for _, l := range links {
+		a := l.Attrs()
+		if a.Index != ifindex && a.ParentIndex != ifindex {
+			continue
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			return nil, fmt.Errorf("addresses of %s: %w", a.Name, err)
+		}
+		for _, ad := range addrs {
+			if ad.IPNet == nil {
+				continue
+			}
+			if ip, ok := netip.AddrFromSlice(ad.IP); ok {
+				// Link-local addresses count too: SSH over
+				// fe80:: must survive.
+				ip = ip.Unmap()
+				seen[netip.PrefixFrom(ip, ip.BitLen())] = true
+			}
+		}
+	}
+	out := make([]netip.Prefix, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr().Less(out[j].Addr()) })
+	if len(out) > maxMgmtPrefixes {
+		return nil, fmt.Errorf("%d local addresses, more than the %d WithKeepManagement scopes", len(out), maxMgmtPrefixes)
+	}
+	return out, nil
+}

@@ -1,0 +1,343 @@
+package xdp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/packetio/packetio"
+)
+
+// Defaults. The zero Option list plus one filter is a working fleet.
+const (
+	// DefaultNumFrames is the number of frames each socket owns (its
+	// receive and transmit pools together).
+	DefaultNumFrames = 8192
+	// DefaultFrameSize is the size of one frame. ENA's zero-copy needs
+	// 4096, which Open picks there on its own.
+	DefaultFrameSize = 2048
+	// DefaultRingSize is the size of each of the four rings.
+	DefaultRingSize = 4096
+	// RxHeadroom is what the kernel keeps in front of every packet it
+	// writes into a frame (XDP_PACKET_HEADROOM): a frame carries at most
+	// FrameSize-RxHeadroom bytes of received packet.
+	RxHeadroom = 256
+	// MaxQueues is the most queues one fleet binds.
+	MaxQueues = 256
+
+	minFrameSize = 2048 // the kernel's smallest chunk
+	maxFrameSize = 65536
+)
+
+// Mode is how the XDP program is attached and the sockets bound.
+type Mode uint8
+
+// The modes. ModeAuto tries native zero-copy, native copy and generic, in
+// that order, and takes the first the driver accepts.
+const (
+	ModeAuto     Mode = iota
+	ModeZeroCopy      // native attach, zero-copy bind, or fail
+	ModeNative        // native attach, zero-copy then copy
+	ModeGeneric       // generic (SKB) attach, copy bind: any interface, slowest
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeAuto:
+		return "auto"
+	case ModeZeroCopy:
+		return "zero-copy"
+	case ModeNative:
+		return "native"
+	case ModeGeneric:
+		return "generic"
+	}
+	return fmt.Sprintf("mode(%d)", m)
+}
+
+// Option configures Open, NewSocket, NewClassifier and MatchPacket. Options
+// apply in order; later ones win. Values are checked when they are used, so
+// a bad one is an error from Open, never a panic.
+type Option func(*config)
+
+// config is what the options build. Its zero value means every default.
+type config struct {
+	queues     int
+	matches    []Match
+	except     []Match
+	keepMgmt   bool
+	mgmtPorts  []uint16
+	numFrames  int
+	frameSize  int
+	txFrames   int
+	fillRing   int
+	compRing   int
+	rxRing     int
+	txRing     int
+	ringsSet   bool
+	mode       Mode
+	needWakeup bool
+	reuseRx    bool
+	busyUsecs  int
+	busyBudget int
+	multiBuf   bool
+	stamps     bool
+	txMeta     bool
+
+	shared    bool
+	sharePref bool // share where the kernel lets us, else one UMEM per socket
+	extra     int
+	onForeign func(addr uint64)
+	hugePages bool
+
+	autoTuneOff  bool
+	napiDefer    int
+	napiFlush    time.Duration
+	napiSet      bool
+	affinityOff  bool
+	affinityCPUs []int
+	mpwqeOff     bool
+	frameSizeSet bool
+}
+
+// WithQueues binds queues 0 to n-1. The default, 0, binds every queue the
+// interface has: traffic that RSS sends to an unbound queue goes to the
+// kernel, silently, so narrow the NIC's channels (ethtool -L) rather than
+// this.
+func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
+
+// WithFilter adds matches; a packet that satisfies any of them goes to the
+// sockets. Open requires at least one: MatchAll to take everything on
+// purpose, MatchNone to only transmit.
+func WithFilter(m ...Match) Option {
+	return func(c *config) { c.matches = append(c.matches, m...) }
+}
+
+// WithUDPPorts is WithFilter(MatchUDPPort(ports...)).
+func WithUDPPorts(ports ...uint16) Option { return WithFilter(MatchUDPPort(ports...)) }
+
+// WithExcept adds exceptions: a packet that satisfies any of them stays with
+// the kernel whatever the filter says. Exceptions run first. MatchAll cannot
+// be one.
+func WithExcept(m ...Match) Option {
+	return func(c *config) { c.except = append(c.except, m...) }
+}
+
+// WithKeepManagement keeps the traffic that keeps this host reachable with
+// the kernel, whatever the filter takes: ARP, IPv6 neighbour discovery
+// (ICMPv6 types 133-137), SSH (TCP port 22 plus extraTCPPorts, both to and
+// from it) and DNS replies (UDP and TCP from port 53). The port rules are
+// scoped to the addresses the interface (and its VLAN or macvlan children)
+// has when Open runs, so transit traffic on those ports is still taken.
+func WithKeepManagement(extraTCPPorts ...uint16) Option {
+	return func(c *config) {
+		c.keepMgmt = true
+		c.mgmtPorts = append(c.mgmtPorts, extraTCPPorts...)
+	}
+}
+
+// WithNumFrames sets the frames each socket owns (default 8192), split
+// between its receive and transmit pools.
+func WithNumFrames(n int) Option { return func(c *config) { c.numFrames = n } }
+
+// WithFrameSize sets the frame size: a power of two from 2048 to 65536
+// (default 2048; 4096 on ENA).
+func WithFrameSize(n int) Option {
+	return func(c *config) { c.frameSize, c.frameSizeSet = n, true }
+}
+
+// WithTxFrames sets how many of each socket's frames form its transmit pool
+// (default half). The rest receive.
+func WithTxFrames(n int) Option { return func(c *config) { c.txFrames = n } }
+
+// WithReceiveHeavy gives almost every frame to receive (64 transmit), for
+// sinks.
+func WithReceiveHeavy() Option { return WithTxFrames(64) }
+
+// WithRingSize sets all four rings to n descriptors, a power of two.
+func WithRingSize(n int) Option {
+	return func(c *config) { c.fillRing, c.compRing, c.rxRing, c.txRing, c.ringsSet = n, n, n, n, true }
+}
+
+// WithRingSizes sets the fill, completion, receive and transmit ring sizes
+// one by one (powers of two). A receive or transmit size of 0 leaves that
+// direction out; not both.
+func WithRingSizes(fill, completion, rx, tx int) Option {
+	return func(c *config) {
+		c.fillRing, c.compRing, c.rxRing, c.txRing, c.ringsSet = fill, completion, rx, tx, true
+	}
+}
+
+// WithZeroCopy demands native zero-copy: Open fails where the driver cannot.
+func WithZeroCopy() Option { return func(c *config) { c.mode = ModeZeroCopy } }
+
+// WithDriverMode demands a native (driver) attach: zero-copy, else copy.
+func WithDriverMode() Option { return func(c *config) { c.mode = ModeNative } }
+
+// WithGenericMode attaches in generic (SKB) mode and binds in copy mode:
+// works on any interface, never blips the link, costs the most per packet.
+func WithGenericMode() Option { return func(c *config) { c.mode = ModeGeneric } }
+
+// WithNeedWakeup binds with XDP_USE_NEED_WAKEUP: an idle driver parks and
+// says so in the ring flags instead of spinning, and Fill, Poll and Transmit
+// wake it only when it asks. Recommended; the packetio backend always sets
+// it. A caller that fills without ever blocking in Poll must then call
+// WakeupRx when NeedsWakeupRx says so (Fill does it for you).
+func WithNeedWakeup() Option { return func(c *config) { c.needWakeup = true } }
+
+// WithTxReuseRxFrames lets a socket transmit its own received frames: a
+// completed frame goes back to the pool its address belongs to. Complete then
+// touches the receive pool, so one goroutine must drive both directions of
+// the socket. Refused with WithMultiBuffer and WithTxMetadata.
+func WithTxReuseRxFrames() Option { return func(c *config) { c.reuseRx = true } }
+
+// WithBusyPoll sets SO_PREFER_BUSY_POLL, SO_BUSY_POLL (usecs) and
+// SO_BUSY_POLL_BUDGET (budget packets) on every socket. It only helps
+// together with the NAPI deferral Open sets on a native attach.
+func WithBusyPoll(usecs, budget int) Option {
+	return func(c *config) { c.busyUsecs, c.busyBudget = usecs, budget }
+}
+
+// WithMultiBuffer lets a packet span several frames: the program is loaded
+// with the frags flag and the sockets bound with XDP_USE_SG. Read packets
+// with ReceivePackets; SendBatch splits long payloads.
+func WithMultiBuffer() Option { return func(c *config) { c.multiBuf = true } }
+
+// WithRxTimestamps makes the program stamp every frame it redirects: the
+// driver's hardware stamp where the kfunc bpf_xdp_metadata_rx_timestamp
+// returns one (native mode), else bpf_ktime_get_ns (CLOCK_MONOTONIC) at the
+// XDP hook, written into the metadata area in front of the packet. Read them
+// with ReceiveTimestamps.
+func WithRxTimestamps() Option { return func(c *config) { c.stamps = true } }
+
+// WithTxMetadata reserves TxMetadataLen bytes of struct xsk_tx_metadata in
+// front of every transmit frame, for checksum offload requests (TxMetadata).
+func WithTxMetadata() Option { return func(c *config) { c.txMeta = true } }
+
+// WithSharedMemory maps one region for the whole fleet: every queue's frames
+// end to end, then extra bytes the fleet never touches, registered with every
+// socket (XDP_SHARED_UMEM). An address then means the same frame on every
+// socket, and a frame built once in the extra area can be transmitted by any
+// of them without a copy. Fleet.Extra and Fleet.Memory return the areas.
+func WithSharedMemory(extra int) Option {
+	return func(c *config) { c.shared, c.extra = true, extra }
+}
+
+// WithPreferSharedMemory is WithSharedMemory(0) where the kernel lets the
+// sockets share one UMEM, and one UMEM per socket where it refuses (Info
+// says which, and why): what the packetio backend asks for.
+func WithPreferSharedMemory() Option {
+	return func(c *config) { c.shared, c.sharePref = true, true }
+}
+
+// WithOnForeignComplete is called, from inside Complete, with the address of
+// every completed frame that belongs to no pool of the socket (a frame in
+// the WithSharedMemory extra area, or another queue's). Keep it short and
+// never call back into the socket from it.
+func WithOnForeignComplete(fn func(addr uint64)) Option {
+	return func(c *config) { c.onForeign = fn }
+}
+
+// WithHugePages backs the UMEM with 2 MiB pages when the host has them
+// reserved; otherwise Open falls back to normal pages and Info says why.
+func WithHugePages() Option { return func(c *config) { c.hugePages = true } }
+
+// WithoutAutoTune leaves every host setting alone: no NAPI deferral, no IRQ
+// moves, no driver flag.
+func WithoutAutoTune() Option { return func(c *config) { c.autoTuneOff = true } }
+
+// WithNAPITuning sets the NAPI deferral a native attach applies:
+// napi_defer_hard_irqs and gro_flush_timeout. A flush of 0 turns it off.
+func WithNAPITuning(deferIRQs int, flush time.Duration) Option {
+	return func(c *config) { c.napiDefer, c.napiFlush, c.napiSet = deferIRQs, flush, true }
+}
+
+// WithAffinity names the CPU of each queue's worker: queue q runs on
+// cpus[q%len(cpus)].
+func WithAffinity(cpus ...int) Option {
+	return func(c *config) { c.affinityCPUs = append([]int(nil), cpus...); c.affinityOff = false }
+}
+
+// WithoutAffinity leaves every worker to the Go scheduler.
+func WithoutAffinity() Option { return func(c *config) { c.affinityOff, c.affinityCPUs = true, nil } }
+
+// WithoutMPWQETune leaves the mlx5 xdp_tx_mpwqe private flag as it is.
+func WithoutMPWQETune() Option { return func(c *config) { c.mpwqeOff = true } }
+
+// socketGeometry is a socket's checked frame and ring layout.
+type socketGeometry struct {
+	frameSize, numFrames, txFrames int
+	fill, comp, rx, tx             int
+	txHeadroom                     int // TxMetadataLen with WithTxMetadata
+}
+
+// geometry fills defaults and refuses what cannot work. Every error wraps
+// packetio.ErrUnsupported.
+func (c *config) geometry() (socketGeometry, error) {
+	g := socketGeometry{frameSize: DefaultFrameSize, numFrames: DefaultNumFrames,
+		fill: DefaultRingSize, comp: DefaultRingSize, rx: DefaultRingSize, tx: DefaultRingSize}
+	if c.frameSize != 0 {
+		g.frameSize = c.frameSize
+	}
+	if c.numFrames != 0 {
+		g.numFrames = c.numFrames
+	}
+	if c.ringsSet {
+		g.fill, g.comp, g.rx, g.tx = c.fillRing, c.compRing, c.rxRing, c.txRing
+	}
+	g.txFrames = g.numFrames / 2
+	if c.txFrames != 0 {
+		g.txFrames = c.txFrames
+	}
+	if g.rx == 0 {
+		g.txFrames = g.numFrames
+	}
+	if g.tx == 0 {
+		g.txFrames = 0
+	}
+	if c.txMeta {
+		g.txHeadroom = TxMetadataLen
+	}
+	bad := func(format string, args ...any) (socketGeometry, error) {
+		return socketGeometry{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrUnsupported}, args...)...)
+	}
+	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
+	switch {
+	case !pow2(g.frameSize) || g.frameSize < minFrameSize || g.frameSize > maxFrameSize:
+		return bad("frame size %d is not a power of two from %d to %d", g.frameSize, minFrameSize, maxFrameSize)
+	case g.numFrames <= 0 || g.numFrames > 1<<20:
+		return bad("frame count %d is outside 1 to %d", g.numFrames, 1<<20)
+	case g.rx == 0 && g.tx == 0:
+		return bad("both the receive and the transmit ring are 0")
+	case g.rx != 0 && (!pow2(g.rx) || !pow2(g.fill)):
+		return bad("receive ring %d and fill ring %d must be powers of two", g.rx, g.fill)
+	case g.tx != 0 && (!pow2(g.tx) || !pow2(g.comp)):
+		return bad("transmit ring %d and completion ring %d must be powers of two", g.tx, g.comp)
+	case g.txFrames < 0 || g.txFrames > g.numFrames:
+		return bad("transmit frames %d outside 0 to %d", g.txFrames, g.numFrames)
+	case g.tx != 0 && g.txFrames == 0:
+		return bad("a transmit ring with no transmit frames (WithTxFrames)")
+	case g.rx != 0 && g.numFrames-g.txFrames == 0:
+		return bad("a receive ring with no receive frames (WithTxFrames(%d) of %d)", g.txFrames, g.numFrames)
+	case g.rx != 0 && g.fill > g.numFrames-g.txFrames:
+		return bad("fill ring %d is larger than the %d receive frames: it could never be filled (use WithRingSizes or more frames)", g.fill, g.numFrames-g.txFrames)
+	case c.reuseRx && c.multiBuf:
+		return bad("WithTxReuseRxFrames cannot combine with WithMultiBuffer: a completed chain's frames cannot be told apart by address")
+	case c.reuseRx && c.txMeta:
+		return bad("WithTxReuseRxFrames cannot combine with WithTxMetadata: a received frame has no room for metadata in front of it")
+	case c.busyUsecs < 0 || c.busyBudget < 0:
+		return bad("negative busy-poll settings")
+	case c.extra < 0:
+		return bad("negative shared memory %d", c.extra)
+	}
+	return g, nil
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}

@@ -1,0 +1,332 @@
+package xdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Fill posts up to n frames of the receive pool to the fill ring and
+// returns how many it posted: no more than the ring has room for or the pool
+// holds. It makes no system call: with need-wakeup a parked driver also
+// needs WakeupRx (or a Poll) to see them.
+func (s *Socket) Fill(n int) int {
+	if n <= 0 || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	want := uint32(min(n, s.rxPool.Len()))
+	if want == 0 {
+		if s.rxPool.Len() == 0 {
+			s.st.fillPoolEmpty.Add(1)
+		}
+		return 0
+	}
+	free := s.fill.free(want)
+	k := min(want, free)
+	if k == 0 {
+		return 0
+	}
+	s.rxAddrs = s.rxPool.Pop(int(k), s.rxAddrs[:0])
+	for i, a := range s.rxAddrs {
+		s.fill.put(uint32(i), a)
+	}
+	s.fill.submit(k)
+	s.st.filled.Add(uint64(k))
+	return int(k)
+}
+
+// NeedsWakeupRx reports whether the driver parked its receive side and asks
+// for a system call (WakeupRx, or Poll) before it takes more fill entries.
+// One atomic load.
+func (s *Socket) NeedsWakeupRx() bool {
+	return s.needWakeup && s.fill.needsWakeup()
+}
+
+// WakeupRx wakes a driver that parked its receive side: a zero-length
+// non-blocking recvfrom. A caller that fills without ever blocking in Poll
+// must call it whenever NeedsWakeupRx is true, or the driver never sees the
+// new fill entries and drops everything. Counted in Stats().RxKicks.
+func (s *Socket) WakeupRx() error {
+	if !s.enter() {
+		return s.closedErr("wake rx")
+	}
+	defer s.exit()
+	s.st.rxKicks.Add(1)
+	switch e := wakeRx(s.fd); e {
+	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY:
+		return nil
+	default:
+		return fmt.Errorf("xdp queue %d: wake rx: %w", s.queue, e)
+	}
+}
+
+// NumReceived is how many packets (descriptors) Receive could return now.
+// It reads the ring: no system call.
+func (s *Socket) NumReceived() int {
+	if s.rx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return int(s.rx.ready())
+}
+
+// NumFreeFillSlots is how many more frames the fill ring takes now.
+func (s *Socket) NumFreeFillSlots() int {
+	if s.rx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return int(s.fill.free(s.fill.size))
+}
+
+// NumFilled is how many frames wait in the fill ring or with the driver:
+// posted and not yet received.
+func (s *Socket) NumFilled() int {
+	return int(s.st.filled.Load() - s.st.received.Load())
+}
+
+// FreeRxFrames is how many frames the receive pool holds.
+func (s *Socket) FreeRxFrames() int {
+	if !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.rxPool.Len()
+}
+
+// Poll waits until a packet is ready or timeout passes, and returns the
+// ready count. A negative timeout waits until a packet arrives or Close; a
+// zero one does not sleep but still makes the system call, which is what
+// wakes a parked driver. It returns at once, with no system call, when
+// packets are already waiting. Close wakes it with an error wrapping
+// ErrClosed.
+func (s *Socket) Poll(timeout time.Duration) (int, error) {
+	if s.rx.ents == nil {
+		return 0, fmt.Errorf("xdp queue %d: poll: the socket has no receive ring: %w", s.queue, ErrUnsupported)
+	}
+	if !s.enter() {
+		return 0, s.closedErr("poll")
+	}
+	defer s.exit()
+	if n := s.rx.ready(); n > 0 {
+		return int(n), nil
+	}
+	fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		var ts *unix.Timespec
+		if timeout >= 0 {
+			left := time.Duration(0)
+			if timeout > 0 {
+				left = max(time.Until(deadline), 0)
+			}
+			t := unix.NsecToTimespec(left.Nanoseconds())
+			ts = &t
+		}
+		s.st.polls.Add(1)
+		_, err := unix.Ppoll(fds[:], ts, nil)
+		if errors.Is(err, unix.EINTR) {
+			if timeout > 0 && time.Now().After(deadline) {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("xdp queue %d: poll: %w", s.queue, err)
+		}
+		break
+	}
+	if fds[1].Revents != 0 || s.closing.Load() {
+		return 0, s.closedErr("poll")
+	}
+	return int(s.rx.ready()), nil
+}
+
+// Receive takes up to max received descriptors off the rx ring. From now
+// until Recycle the frames are the caller's. The slice belongs to the socket
+// and is reused by the next receive call. With WithMultiBuffer a packet may
+// span several descriptors (all but the last with XDP_PKT_CONTD in
+// Options): use ReceivePackets to get them whole.
+func (s *Socket) Receive(max int) []Desc {
+	if max <= 0 || s.rx.ents == nil || !s.enter() {
+		return nil
+	}
+	defer s.exit()
+	return s.receive(max)
+}
+
+func (s *Socket) receive(max int) []Desc {
+	n := s.rx.avail(uint32(min(max, cap(s.rxDescs))))
+	s.rxDescs = s.rxDescs[:n]
+	var bytes uint64
+	for i := range n {
+		d := s.rx.get(i)
+		s.rxDescs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
+		bytes += uint64(d.Len)
+	}
+	if n > 0 {
+		s.rx.release(n)
+		s.st.received.Add(uint64(n))
+		s.st.rxBytes.Add(bytes)
+		s.st.rxBatches.Add(1)
+	}
+	return s.rxDescs
+}
+
+// ReceiveTimestamps is Receive plus each packet's arrival stamp, read from
+// the metadata the program wrote in front of it (WithRxTimestamps). Both
+// slices belong to the socket and are reused by the next receive call. A
+// zero stamp means the frame arrived unstamped: the driver offers no
+// metadata area (counted in Stats().Unstamped).
+func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
+	if max <= 0 || s.rx.ents == nil || !s.enter() {
+		return nil, nil
+	}
+	defer s.exit()
+	descs := s.receive(max)
+	s.rxStamp = s.rxStamp[:len(descs)]
+	var dev, mono, none uint64
+	for i, d := range descs {
+		st, clock := s.stampOf(d.Addr)
+		s.rxStamp[i] = st
+		switch {
+		case st == 0:
+			none++
+		case clock == ClockDevice:
+			dev++
+		default:
+			mono++
+		}
+	}
+	if len(descs) > 0 {
+		s.st.stampsDevice.Add(dev)
+		s.st.stampsMonotonic.Add(mono)
+		s.st.unstamped.Add(none)
+	}
+	return descs, s.rxStamp
+}
+
+// stampOf reads the metadata in front of a received frame: the stamp and
+// its clock, or zeros when the program did not stamp or there is no room.
+func (s *Socket) stampOf(addr uint64) (uint64, uint32) {
+	if !s.stamps || addr&s.umem.mask < RxMetadataLen || addr >= uint64(len(s.umem.mem)) {
+		return 0, 0
+	}
+	m := s.umem.mem[addr-RxMetadataLen : addr]
+	return binary.NativeEndian.Uint64(m), uint32(binary.NativeEndian.Uint64(m[8:]))
+}
+
+// Stamp returns the arrival stamp and clock (ClockDevice or
+// ClockMonotonic) of a descriptor Receive returned, from the metadata in
+// front of it; zeros without WithRxTimestamps or when it arrived unstamped.
+func (s *Socket) Stamp(d Desc) (uint64, int) {
+	if !s.enter() {
+		return 0, 0
+	}
+	defer s.exit()
+	st, c := s.stampOf(d.Addr)
+	return st, int(c)
+}
+
+// Recycle returns received frames to the receive pool. A frame the pool
+// does not own (another socket's, a transmit frame) is refused and counted
+// in Stats().Rejected; pass it to its owner instead.
+func (s *Socket) Recycle(descs []Desc) {
+	if len(descs) == 0 || !s.enter() {
+		return
+	}
+	defer s.exit()
+	rejected := 0
+	for _, d := range descs {
+		if !s.rxPool.Push(s.umem.base(d.Addr)) {
+			rejected++
+		}
+	}
+	if rejected > 0 {
+		s.st.rejected.Add(uint64(rejected))
+	}
+}
+
+// ReceiveWhole is Receive that returns only whole packets: with
+// WithMultiBuffer, a chain whose last descriptor has not arrived is held in
+// the socket and returned whole by a later call (as ReceivePackets does).
+// Without it, it is Receive.
+func (s *Socket) ReceiveWhole(max int) []Desc {
+	if !s.multiBuffer {
+		return s.Receive(max)
+	}
+	pkts := s.ReceivePackets(max)
+	if len(pkts) == 0 {
+		return nil
+	}
+	s.whole = s.whole[:0]
+	for _, p := range pkts {
+		s.whole = append(s.whole, p...)
+	}
+	return s.whole
+}
+
+// ReceiveStamped is ReceiveTimestamps that takes only stamped packets: it
+// stops before the first packet that arrived without a stamp and leaves it
+// on the ring, and reports unstamped true when that packet is the first
+// one, so the caller learns the device cannot stamp without losing a packet
+// (Receive still takes it). With WithMultiBuffer the stamp of a chain's
+// first descriptor is given to all of its descriptors, and only whole
+// chains are taken.
+func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamped bool) {
+	if max <= 0 || s.rx.ents == nil || !s.enter() {
+		return nil, nil, false
+	}
+	defer s.exit()
+	avail := s.rx.avail(uint32(min(max, cap(s.rxDescs))))
+	s.rxDescs, s.rxStamp = s.rxDescs[:0], s.rxStamp[:0]
+	var dev, mono, bytes uint64
+	var stamp uint64
+	take, start := uint32(0), true
+	for i := range avail {
+		d := s.rx.get(i)
+		if start {
+			st, clock := s.stampOf(d.Addr)
+			if st == 0 {
+				unstamped = take == 0
+				break
+			}
+			stamp = st
+			if clock == ClockDevice {
+				dev++
+			} else {
+				mono++
+			}
+		}
+		s.rxDescs = append(s.rxDescs, Desc{Addr: d.Addr, Len: d.Len, Options: d.Options})
+		s.rxStamp = append(s.rxStamp, stamp)
+		start = !s.multiBuffer || d.Options&unix.XDP_PKT_CONTD == 0
+		if start {
+			take = i + 1
+		}
+	}
+	// Only whole packets leave the ring.
+	s.rxDescs, s.rxStamp = s.rxDescs[:take], s.rxStamp[:take]
+	for _, d := range s.rxDescs {
+		bytes += uint64(d.Len)
+	}
+	if take > 0 {
+		s.rx.release(take)
+		s.st.received.Add(uint64(take))
+		s.st.rxBytes.Add(bytes)
+		s.st.rxBatches.Add(1)
+		s.st.stampsDevice.Add(dev)
+		s.st.stampsMonotonic.Add(mono)
+	}
+	if unstamped {
+		s.st.unstamped.Add(1)
+	}
+	return s.rxDescs, s.rxStamp, unstamped
+}

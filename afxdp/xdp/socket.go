@@ -1,0 +1,401 @@
+package xdp
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
+)
+
+// Desc names one frame's bytes in the UMEM: struct xdp_desc's fields, and
+// the same type as packetio.Desc, so the packetio backend passes descriptors
+// through without converting them.
+type Desc = packetio.Desc
+
+// The errors of this package are packetio's sentinels, wrapped with context.
+var (
+	// ErrClosed: the socket or fleet is closed (also when Close woke a
+	// Poll).
+	ErrClosed = packetio.ErrClosed
+	// ErrBadLength: a SendFunc build returned a length outside its frame,
+	// or a payload does not fit.
+	ErrBadLength = packetio.ErrBadLength
+	// ErrUnsupported: an option or a filter this kernel, driver or
+	// combination cannot honour.
+	ErrUnsupported = packetio.ErrUnsupported
+)
+
+// Socket is one AF_XDP socket (an XSK) bound to one queue of one interface:
+// the UMEM frames it owns and its four rings.
+//
+// Concurrency: one goroutine may drive the receive side (Fill, Poll,
+// Receive, Recycle, WakeupRx) while one other drives the transmit side
+// (Alloc, Transmit, Complete, CompleteInto, Kick, SendBatch, SendFunc),
+// with no locks: each side has its own ring pair and its own frame pool.
+// Within a side calls must not overlap. Stats, the Num gauges and Close are
+// safe from any goroutine; Close wakes a blocked Poll and waits for calls
+// in progress before it unmaps anything.
+type Socket struct {
+	fd, efd        int
+	ifindex, queue int
+	umem           *umem
+	frameSize      int
+	first, count   int // the frames this socket owns, by index in the UMEM
+	txHeadroom     uint64
+	needWakeup     bool
+	zeroCopy       bool
+	multiBuffer    bool
+	stamps         bool
+	txMeta         bool
+	reuseRx        bool
+	bindFlags      uint16
+	shared         bool // bound to another socket's UMEM
+	onForeign      func(addr uint64)
+	txBudget       int // descriptors one kick moves in copy mode
+	kickRetryBound int
+
+	fill prodRing[uint64]
+	comp consRing[uint64]
+	rx   consRing[unix.XDPDesc]
+	tx   prodRing[unix.XDPDesc]
+	maps [][]byte
+
+	rxPool, txPool *pool.Frames
+
+	// Receive-side scratch, reused by every call.
+	rxAddrs []uint64
+	rxDescs []Desc
+	rxStamp []uint64
+	pkts    []Packet
+	mbuf    [2][]Desc       // ReceivePackets' buffers, used in turn
+	mbi     int             // the one in use
+	held    [maxRxSegs]Desc // a chain whose tail has not arrived
+	nheld   int
+	whole   []Desc // ReceiveWhole's result
+	// Transmit-side scratch.
+	txAddrs []uint64
+	txDescs []Desc
+
+	ops     atomic.Int64 // calls in progress, for Close
+	closing atomic.Bool
+	closeMu sync.Mutex
+
+	st counters
+}
+
+// counters are cumulative, 64-bit and added once per batch.
+type counters struct {
+	filled, received, rxBatches, polls, rxKicks atomic.Uint64
+	fillPoolEmpty                               atomic.Uint64
+	transmitted, completed, txBatches           atomic.Uint64
+	kicks, kicksSuppressed, kickRetries         atomic.Uint64
+	kickGaveUp, kickBusy, kickErrors            atomic.Uint64
+	ringFull, poolEmpty, rejected, foreign      atomic.Uint64
+	txBytes, rxBytes                            atomic.Uint64
+	unstamped                                   atomic.Uint64
+	stampsDevice, stampsMonotonic               atomic.Uint64
+	sendReq, sendGot                            atomic.Uint64
+	inflightHigh                                atomic.Uint64
+	compBatches                                 atomic.Uint64
+}
+
+// socketSpec is what openSocket builds.
+type socketSpec struct {
+	ifindex, queue int
+	geo            socketGeometry
+	cfg            *config
+	bindFlags      uint16 // XDP_COPY/XDP_ZEROCOPY | XDP_USE_NEED_WAKEUP | XDP_USE_SG
+	umem           *umem  // nil: a private UMEM of geo.numFrames frames
+	first          int    // first frame index of this socket in umem
+	shareFD        int    // >= 0: bind to this socket's UMEM (XDP_SHARED_UMEM)
+}
+
+// NewSocket opens one socket on queue queueID of the interface with index
+// ifindex, with its own UMEM, fills its fill ring and binds it. It attaches
+// no program and registers nowhere: that is Open's job (or the caller's,
+// with Program). Options that concern the filter are ignored.
+func NewSocket(ifindex, queueID int, opts ...Option) (*Socket, error) {
+	c := newConfig(opts)
+	g, err := c.geometry()
+	if err != nil {
+		return nil, fmt.Errorf("xdp: %w", err)
+	}
+	flags := uint16(0)
+	switch c.mode {
+	case ModeZeroCopy:
+		flags = unix.XDP_ZEROCOPY
+	case ModeGeneric:
+		flags = unix.XDP_COPY
+	}
+	if c.needWakeup {
+		flags |= unix.XDP_USE_NEED_WAKEUP
+	}
+	if c.multiBuf {
+		flags |= unix.XDP_USE_SG
+	}
+	return openSocket(socketSpec{ifindex: ifindex, queue: queueID, geo: g, cfg: c, bindFlags: flags, shareFD: -1})
+}
+
+// openSocket brings a socket up; every step is undone if a later one fails.
+func openSocket(sp socketSpec) (s *Socket, err error) {
+	g, c := sp.geo, sp.cfg
+	s = &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, queue: sp.queue, frameSize: g.frameSize,
+		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
+		multiBuffer: c.multiBuf, stamps: c.stamps, txMeta: c.txMeta, reuseRx: c.reuseRx,
+		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0}
+	fail := func(step string, e error) (*Socket, error) {
+		s.teardown()
+		return nil, fmt.Errorf("queue %d: %s: %w", sp.queue, step, e)
+	}
+
+	if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
+		return fail("socket(AF_XDP) (needs CAP_NET_RAW)", err)
+	}
+	if s.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return fail("eventfd", err)
+	}
+	if sp.umem == nil {
+		if s.umem, err = newUMEM(g.numFrames*g.frameSize, g.frameSize, c.hugePages); err != nil {
+			return fail("umem", err)
+		}
+	} else {
+		s.umem = sp.umem
+		s.umem.acquire()
+	}
+	if sp.shareFD < 0 {
+		var flags, metaLen uint32
+		if c.txMeta {
+			flags, metaLen = unix.XDP_UMEM_TX_METADATA_LEN|unix.XDP_UMEM_TX_SW_CSUM, TxMetadataLen
+		}
+		if err := registerUMEM(s.fd, s.umem.mem, uint32(g.frameSize), 0, flags, metaLen); err != nil {
+			if errors.Is(err, unix.EINVAL) && c.txMeta {
+				return fail("register the UMEM with transmit metadata (needs Linux 6.8)", err)
+			}
+			return fail("register the UMEM (XDP_UMEM_REG; raise RLIMIT_MEMLOCK)", err)
+		}
+	}
+	// A socket that owns or shares across queues needs both UMEM rings,
+	// even for a direction it does not use.
+	fill, comp := g.fill, g.comp
+	if g.rx == 0 {
+		fill = 2
+	}
+	if g.tx == 0 {
+		comp = 2
+	}
+	for _, r := range []struct {
+		opt  int
+		size int
+		name string
+	}{
+		{unix.XDP_UMEM_FILL_RING, fill, "fill"},
+		{unix.XDP_UMEM_COMPLETION_RING, comp, "completion"},
+		{unix.XDP_RX_RING, g.rx, "rx"},
+		{unix.XDP_TX_RING, g.tx, "tx"},
+	} {
+		if r.size == 0 {
+			continue
+		}
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, r.opt, r.size); err != nil {
+			return fail("set the "+r.name+" ring size", err)
+		}
+	}
+	off, err := mmapOffsets(s.fd)
+	if err != nil {
+		return fail("read the ring offsets", err)
+	}
+	if err := s.mapRings(off, fill, comp, g); err != nil {
+		return fail("map the rings", err)
+	}
+
+	rxFrames := g.numFrames - g.txFrames
+	if s.rxPool, err = pool.New(sp.first, rxFrames, g.frameSize); err != nil {
+		return fail("receive pool", err)
+	}
+	if s.txPool, err = pool.New(sp.first+rxFrames, g.txFrames, g.frameSize); err != nil {
+		return fail("transmit pool", err)
+	}
+	s.rxAddrs = make([]uint64, 0, max(g.fill, 64))
+	s.rxDescs = make([]Desc, 0, max(g.rx, 64))
+	s.rxStamp = make([]uint64, 0, max(g.rx, 64))
+	if c.multiBuf {
+		for i := range s.mbuf {
+			s.mbuf[i] = make([]Desc, 0, max(g.rx, 64)+maxRxSegs)
+		}
+		s.pkts = make([]Packet, 0, max(g.rx, 64))
+		s.whole = make([]Desc, 0, max(g.rx, 64)+maxRxSegs)
+	}
+	s.txAddrs = make([]uint64, 0, max(g.tx, 64))
+	s.txDescs = make([]Desc, 0, max(g.tx, 64))
+
+	// Fill before bind: a zero-copy driver that binds against an empty
+	// fill ring can wedge its queue in a buffer-allocation loop (mlx5).
+	if g.rx > 0 {
+		s.Fill(g.fill)
+	}
+
+	sa := &unix.SockaddrXDP{Flags: sp.bindFlags, Ifindex: uint32(sp.ifindex), QueueID: uint32(sp.queue)}
+	if sp.shareFD >= 0 {
+		// A sharing socket takes its mode from the UMEM's owner; the
+		// kernel refuses any other flag.
+		sa.Flags, sa.SharedUmemFD = unix.XDP_SHARED_UMEM, uint32(sp.shareFD)
+	}
+	if err := unix.Bind(s.fd, sa); err != nil {
+		return fail(fmt.Sprintf("bind (flags %#x)", sa.Flags), err)
+	}
+	if v, err := unix.GetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
+		s.zeroCopy = v&unix.XDP_OPTIONS_ZEROCOPY != 0
+	}
+	// The wake-up protocol follows the owner of a shared UMEM.
+	s.needWakeup = sp.bindFlags&unix.XDP_USE_NEED_WAKEUP != 0
+
+	if c.busyUsecs > 0 && c.busyBudget > 0 {
+		for _, o := range [][2]int{{unix.SO_PREFER_BUSY_POLL, 1}, {unix.SO_BUSY_POLL, c.busyUsecs}, {unix.SO_BUSY_POLL_BUDGET, c.busyBudget}} {
+			if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, o[0], o[1]); err != nil {
+				return fail("busy-poll socket options (Linux 5.11+)", err)
+			}
+		}
+	}
+	// In copy mode one kick moves at most the socket's transmit budget
+	// (32 by default); raise it to the ring so a batch needs one system
+	// call. Kernels before 6.16 have no such option and keep 32.
+	s.txBudget = 32
+	if g.tx > 0 && !s.zeroCopy {
+		if unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, g.tx) == nil {
+			s.txBudget = g.tx
+		}
+	}
+	s.kickRetryBound = g.tx/s.txBudget + 8
+	return s, nil
+}
+
+// mapRings maps the rings the socket has.
+func (s *Socket) mapRings(off unix.XDPMmapOffsets, fill, comp int, g socketGeometry) error {
+	fr, fe, fm, err := mapRing[uint64](s.fd, unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, uint32(fill))
+	if err != nil {
+		return fmt.Errorf("fill: %w", err)
+	}
+	s.maps = append(s.maps, fm)
+	s.fill.init(fr, fe)
+	cr, ce, cm, err := mapRing[uint64](s.fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, uint32(comp))
+	if err != nil {
+		return fmt.Errorf("completion: %w", err)
+	}
+	s.maps = append(s.maps, cm)
+	s.comp.init(cr, ce)
+	if g.rx > 0 {
+		rr, re, rm, err := mapRing[unix.XDPDesc](s.fd, unix.XDP_PGOFF_RX_RING, off.Rx, uint32(g.rx))
+		if err != nil {
+			return fmt.Errorf("rx: %w", err)
+		}
+		s.maps = append(s.maps, rm)
+		s.rx.init(rr, re)
+	}
+	if g.tx > 0 {
+		tr, te, tm, err := mapRing[unix.XDPDesc](s.fd, unix.XDP_PGOFF_TX_RING, off.Tx, uint32(g.tx))
+		if err != nil {
+			return fmt.Errorf("tx: %w", err)
+		}
+		s.maps = append(s.maps, tm)
+		s.tx.init(tr, te)
+	}
+	return nil
+}
+
+// enter marks a call in progress; it fails once Close has begun.
+func (s *Socket) enter() bool {
+	s.ops.Add(1)
+	if s.closing.Load() {
+		s.ops.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (s *Socket) exit() { s.ops.Add(-1) }
+
+// FD is the socket's file descriptor, for registering it in an XSKMAP.
+func (s *Socket) FD() int { return s.fd }
+
+// Queue is the queue the socket is bound to.
+func (s *Socket) Queue() int { return s.queue }
+
+// ZeroCopy reports whether the kernel granted zero-copy (XDP_OPTIONS), not
+// whether it was asked for.
+func (s *Socket) ZeroCopy() bool { return s.zeroCopy }
+
+// MultiBuffer reports whether the socket was bound with XDP_USE_SG.
+func (s *Socket) MultiBuffer() bool { return s.multiBuffer }
+
+// UMEM returns the whole frame memory the socket is registered with (with
+// WithSharedMemory, the fleet's region). It aliases the mapping.
+func (s *Socket) UMEM() []byte { return s.umem.mem }
+
+// FrameSize is the size of one frame.
+func (s *Socket) FrameSize() int { return s.frameSize }
+
+// MaxPacket is the largest received packet one frame holds: the frame less
+// the kernel's headroom (and the timestamp metadata, with WithRxTimestamps).
+func (s *Socket) MaxPacket() int {
+	if s.stamps {
+		return s.frameSize - RxHeadroom - RxMetadataLen
+	}
+	return s.frameSize - RxHeadroom
+}
+
+// GetFrame returns the d.Len bytes at d.Addr when they lie inside one
+// frame of the UMEM, else nil.
+func (s *Socket) GetFrame(d Desc) []byte { return s.umem.span(d.Addr, d.Len) }
+
+// Close wakes a goroutine blocked in Poll, waits until no call is in
+// progress, then closes the socket and unmaps its rings (and the UMEM, when
+// no other socket shares it). Every method afterwards returns zero or
+// ErrClosed. It is idempotent and safe from any goroutine. Frame slices
+// taken earlier are invalid afterwards.
+func (s *Socket) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closing.Swap(true) {
+		return nil
+	}
+	var one = [8]byte{1}
+	_, _ = unix.Write(s.efd, one[:])
+	for s.ops.Load() != 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
+	s.teardown()
+	return nil
+}
+
+// teardown releases what bring-up got to, in reverse order.
+func (s *Socket) teardown() {
+	if s.fd >= 0 {
+		_ = unix.Close(s.fd)
+		s.fd = -1
+	}
+	for _, m := range s.maps {
+		_ = unix.Munmap(m)
+	}
+	s.maps = nil
+	if s.umem != nil {
+		s.umem.release()
+		s.umem = nil
+	}
+	if s.efd >= 0 {
+		_ = unix.Close(s.efd)
+		s.efd = -1
+	}
+	s.closing.Store(true)
+	runtime.KeepAlive(s)
+}
+
+func (s *Socket) closedErr(op string) error {
+	return fmt.Errorf("xdp queue %d: %s: %w", s.queue, op, ErrClosed)
+}

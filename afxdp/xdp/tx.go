@@ -1,0 +1,498 @@
+package xdp
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxTxSegs is the longest chain one transmitted packet may have in copy
+// mode: MAX_SKB_FRAGS fragments plus the head.
+const maxTxSegs = 18
+
+// Alloc takes up to n frames from the transmit pool and returns them with
+// Len 0 and Addr at the start of the packet area (past the transmit
+// metadata with WithTxMetadata). It returns no more than the transmit ring
+// has room for, so the next Transmit takes them all. The slice belongs to
+// the socket and is reused by the next Alloc.
+func (s *Socket) Alloc(n int) []Desc {
+	if n <= 0 || s.tx.ents == nil || !s.enter() {
+		return nil
+	}
+	defer s.exit()
+	return s.alloc(n)
+}
+
+func (s *Socket) alloc(n int) []Desc {
+	k := min(uint32(n), s.tx.free(uint32(n)), uint32(s.txPool.Len()))
+	s.txDescs = s.txDescs[:0]
+	if k == 0 {
+		if s.txPool.Len() == 0 {
+			s.st.poolEmpty.Add(1)
+		}
+		return s.txDescs
+	}
+	s.txAddrs = s.txPool.Pop(int(k), s.txAddrs[:0])
+	for _, a := range s.txAddrs {
+		s.txDescs = append(s.txDescs, Desc{Addr: a + s.txHeadroom})
+	}
+	return s.txDescs
+}
+
+// Free returns frames to the transmit pool without sending them: frames
+// Alloc gave that will not be sent, or the suffix Transmit refused. A frame
+// the pool does not own is refused and counted in Stats().Rejected.
+func (s *Socket) Free(descs []Desc) {
+	if len(descs) == 0 || !s.enter() {
+		return
+	}
+	defer s.exit()
+	s.free(descs)
+}
+
+func (s *Socket) free(descs []Desc) {
+	rejected := 0
+	for _, d := range descs {
+		if !s.txPool.Push(s.umem.base(d.Addr)) {
+			rejected++
+		}
+	}
+	if rejected > 0 {
+		s.st.rejected.Add(uint64(rejected))
+	}
+}
+
+// Transmit puts descriptors on the transmit ring and returns how many it
+// took: the longest prefix that fits the ring, is valid, and (with
+// WithMultiBuffer) ends on a whole packet. A descriptor must name 1 or more
+// bytes inside one frame of the UMEM (past the metadata room with
+// WithTxMetadata); the first that does not ends the prefix and is counted
+// in Stats().Rejected. The frames belong to the kernel until Complete.
+// Transmit kicks the kernel when it must (without need-wakeup, or when the
+// ring flag asks); Stats counts kicks and the kicks it saved.
+func (s *Socket) Transmit(descs []Desc) int {
+	if len(descs) == 0 || s.tx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.transmit(descs, true)
+}
+
+// TransmitNoKick is Transmit without the kick: queue several batches, then
+// call KickIfNeeded once.
+func (s *Socket) TransmitNoKick(descs []Desc) int {
+	if len(descs) == 0 || s.tx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.transmit(descs, false)
+}
+
+// validTx reports whether d names 1+ bytes inside one frame, leaving the
+// metadata room in front of it.
+func (s *Socket) validTx(d Desc) bool {
+	off := d.Addr & s.umem.mask
+	return d.Addr < uint64(len(s.umem.mem)) && d.Len != 0 && uint64(d.Len) <= uint64(s.frameSize)-off && off >= s.txHeadroom
+}
+
+func (s *Socket) transmit(descs []Desc, kickIt bool) int {
+	want := uint32(min(len(descs), int(s.tx.size)))
+	free := s.tx.free(want)
+	n := int(min(want, free))
+	if n == 0 {
+		s.st.ringFull.Add(1)
+		if kickIt {
+			s.kickFull()
+		}
+		return 0
+	}
+	valid := n
+	for i := range n {
+		if !s.validTx(descs[i]) {
+			valid = i
+			s.st.rejected.Add(1)
+			break
+		}
+	}
+	n = valid
+	if s.multiBuffer {
+		// Only whole packets: cut back to the last descriptor that ends
+		// one, and refuse a chain longer than the kernel takes.
+		end, segs := 0, 0
+		for i := range n {
+			segs++
+			if segs > maxTxSegs {
+				s.st.rejected.Add(1)
+				break
+			}
+			if descs[i].Options&unix.XDP_PKT_CONTD == 0 {
+				end, segs = i+1, 0
+			}
+		}
+		n = end
+	}
+	if n == 0 {
+		return 0
+	}
+	var opt uint32
+	if s.txMeta {
+		opt = unix.XDP_TX_METADATA
+	}
+	var bytes uint64
+	for i := range n {
+		d := descs[i]
+		o := opt
+		if s.multiBuffer {
+			o |= d.Options & unix.XDP_PKT_CONTD
+		}
+		s.tx.put(uint32(i), unix.XDPDesc{Addr: d.Addr, Len: d.Len, Options: o})
+		bytes += uint64(d.Len)
+	}
+	s.tx.submit(uint32(n))
+	s.st.transmitted.Add(uint64(n))
+	s.st.txBytes.Add(bytes)
+	s.st.txBatches.Add(1)
+	if inflight := s.st.transmitted.Load() - s.st.completed.Load(); inflight > s.st.inflightHigh.Load() {
+		s.st.inflightHigh.Store(inflight)
+	}
+	if kickIt {
+		s.kickIfNeeded()
+	}
+	return n
+}
+
+// kickNeeded: without need-wakeup the kernel never says, so every batch
+// kicks; with it, only when the transmit ring's flag asks (a zero-copy
+// driver that is draining clears it; copy mode keeps it set, because there
+// the kernel moves descriptors only inside the system call).
+func (s *Socket) kickNeeded() bool { return !s.needWakeup || s.tx.needsWakeup() }
+
+func (s *Socket) kickIfNeeded() {
+	if s.kickNeeded() {
+		_ = s.kick()
+		return
+	}
+	s.st.kicksSuppressed.Add(1)
+}
+
+// kickFull kicks on a full ring. In copy mode a full ring drains only inside
+// a system call, so waiting for room without kicking deadlocks: kick
+// whatever the flag says.
+func (s *Socket) kickFull() {
+	if !s.zeroCopy || s.kickNeeded() {
+		_ = s.kick()
+		return
+	}
+	s.st.kicksSuppressed.Add(1)
+}
+
+// Kick tells the kernel the transmit ring has work, whatever the ring flag
+// says. Call it when the ring is full and you wait for room: in copy mode
+// nothing drains the ring otherwise.
+func (s *Socket) Kick() error {
+	if s.tx.ents == nil || !s.enter() {
+		return s.closedErr("kick")
+	}
+	defer s.exit()
+	return s.kick()
+}
+
+// KickIfNeeded kicks when the kernel needs it (see WithNeedWakeup) and
+// descriptors wait: the companion of SendFuncNoKick and TransmitNoKick, one
+// system call per batch of batches.
+func (s *Socket) KickIfNeeded() error {
+	if s.tx.ents == nil || !s.enter() {
+		return s.closedErr("kick")
+	}
+	defer s.exit()
+	if s.tx.outstanding() == 0 {
+		return nil
+	}
+	if s.kickNeeded() {
+		return s.kick()
+	}
+	s.st.kicksSuppressed.Add(1)
+	return nil
+}
+
+// kick is sendto with a bounded EAGAIN retry. In copy mode one call moves at
+// most the socket's transmit budget and answers EAGAIN while more wait, so
+// it retries; EAGAIN also means a full completion ring, which no kick fixes,
+// so it stops then, and after a bound. Every retry and every give-up is
+// counted, so a ring that stays stuck shows in Stats.
+func (s *Socket) kick() error {
+	retries := 0
+	for {
+		e := kick(s.fd)
+		s.st.kicks.Add(1)
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if retries >= s.kickRetryBound || s.comp.ready() >= s.comp.size {
+				s.st.kickGaveUp.Add(1)
+				return nil
+			}
+			retries++
+			s.st.kickRetries.Add(1)
+		case unix.EBUSY, unix.ENOBUFS:
+			// The device queue is busy: back-pressure, not an error.
+			s.st.kickBusy.Add(1)
+			return nil
+		default:
+			s.st.kickErrors.Add(1)
+			return fmt.Errorf("xdp queue %d: kick: %w", s.queue, e)
+		}
+	}
+}
+
+// Complete takes up to max completions off the completion ring and returns
+// the frames to their pool: the transmit pool, or with WithTxReuseRxFrames
+// the receive pool for received frames. A frame of neither (the shared
+// area, another queue's) goes to the WithOnForeignComplete callback, or is
+// counted in Stats().Foreign when there is none. It returns how many
+// completed.
+func (s *Socket) Complete(max int) int {
+	if max <= 0 || s.tx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.complete(max)
+}
+
+func (s *Socket) complete(max int) int {
+	n := s.comp.avail(uint32(min(max, int(s.comp.size))))
+	if n == 0 {
+		return 0
+	}
+	var rejected, foreign uint64
+	for i := range n {
+		addr := s.comp.get(i)
+		base := s.umem.base(addr)
+		switch {
+		case s.txPool.Owns(base):
+			if !s.txPool.Push(base) {
+				rejected++
+			}
+		case s.reuseRx && s.rxPool.Owns(base):
+			if !s.rxPool.Push(base) {
+				rejected++
+			}
+		case s.onForeign != nil:
+			s.onForeign(addr)
+		default:
+			foreign++
+		}
+	}
+	s.comp.release(n)
+	s.st.completed.Add(uint64(n))
+	s.st.compBatches.Add(1)
+	if rejected > 0 {
+		s.st.rejected.Add(rejected)
+	}
+	if foreign > 0 {
+		s.st.foreign.Add(foreign)
+	}
+	return int(n)
+}
+
+// CompleteInto takes up to max completions and appends their addresses to
+// out instead of pooling them: what a forwarder needs to give received
+// frames back to the receive side (Recycle rounds an address to its frame).
+// The addresses are exactly those transmitted.
+func (s *Socket) CompleteInto(max int, out []uint64) []uint64 {
+	if max <= 0 || s.tx.ents == nil || !s.enter() {
+		return out
+	}
+	defer s.exit()
+	n := s.comp.avail(uint32(min(max, int(s.comp.size))))
+	for i := range n {
+		out = append(out, s.comp.get(i))
+	}
+	if n > 0 {
+		s.comp.release(n)
+		s.st.completed.Add(uint64(n))
+		s.st.compBatches.Add(1)
+	}
+	return out
+}
+
+// NumCompleted is how many completions wait on the ring.
+func (s *Socket) NumCompleted() int {
+	if s.tx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return int(s.comp.ready())
+}
+
+// NumTransmitted is how many transmitted frames the kernel still owns:
+// put on the ring and not yet taken back by Complete.
+func (s *Socket) NumTransmitted() int {
+	return int(s.st.transmitted.Load() - s.st.completed.Load())
+}
+
+// NumFreeTxSlots is how many descriptors the transmit ring takes now.
+func (s *Socket) NumFreeTxSlots() int {
+	if s.tx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return int(s.tx.free(s.tx.size))
+}
+
+// FreeTxFrames is how many frames the transmit pool holds.
+func (s *Socket) FreeTxFrames() int {
+	if s.tx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.txPool.Len()
+}
+
+// SendFunc is the whole transmit cycle in one call: it completes what the
+// kernel finished, allocates up to count frames, calls build(i, frame) for
+// each with the frame's writable bytes, and transmits. build returns the
+// packet length: 0 ends the batch early, below 0 or above len(frame)
+// abandons the whole batch (every frame back to the pool) and returns an
+// error wrapping ErrBadLength. A full ring is a kick and (0, nil): call it
+// again.
+func (s *Socket) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
+	return s.sendFunc(count, build, true)
+}
+
+// SendFuncNoKick is SendFunc without the kick, for a loop that sends several
+// batches and then calls KickIfNeeded once.
+func (s *Socket) SendFuncNoKick(count int, build func(i int, frame []byte) int) (int, error) {
+	return s.sendFunc(count, build, false)
+}
+
+func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt bool) (int, error) {
+	if s.tx.ents == nil {
+		return 0, fmt.Errorf("xdp queue %d: send: the socket has no transmit ring: %w", s.queue, ErrUnsupported)
+	}
+	if !s.enter() {
+		return 0, s.closedErr("send")
+	}
+	defer s.exit()
+	if count <= 0 {
+		return 0, nil
+	}
+	s.st.sendReq.Add(uint64(count))
+	s.complete(int(s.comp.size))
+	descs := s.alloc(count)
+	if len(descs) == 0 {
+		if s.tx.free(1) == 0 {
+			s.st.ringFull.Add(1)
+		}
+		if kickIt && s.tx.outstanding() > 0 {
+			s.kickFull()
+		}
+		return 0, nil
+	}
+	s.st.sendGot.Add(uint64(len(descs)))
+	n := len(descs)
+	for i := range descs {
+		frame := s.umem.rest(descs[i].Addr)
+		l := build(i, frame)
+		if l == 0 {
+			n = i
+			break
+		}
+		if l < 0 || l > len(frame) {
+			s.free(descs)
+			return 0, fmt.Errorf("xdp queue %d: build returned length %d for a %d-byte frame: %w", s.queue, l, len(frame), ErrBadLength)
+		}
+		descs[i].Len = uint32(l)
+	}
+	if n < len(descs) {
+		s.free(descs[n:])
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	sent := s.transmit(descs[:n], kickIt)
+	if sent < n {
+		s.free(descs[sent:n])
+	}
+	return sent, nil
+}
+
+// SendBatch copies payloads into frames and transmits them, doing the whole
+// ring cycle: it returns how many went this call (a full ring gives fewer;
+// call again with the rest). A payload that cannot fit is refused before
+// anything is queued, with an error wrapping ErrBadLength: larger than one
+// frame without WithMultiBuffer, or than 18 frames with it (where it is
+// split into a chain).
+func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
+	if s.tx.ents == nil {
+		return 0, fmt.Errorf("xdp queue %d: send: the socket has no transmit ring: %w", s.queue, ErrUnsupported)
+	}
+	room := s.frameSize - int(s.txHeadroom)
+	for i, p := range payloads {
+		switch {
+		case len(p) == 0:
+			return 0, fmt.Errorf("xdp queue %d: payload %d is empty: %w", s.queue, i, ErrBadLength)
+		case !s.multiBuffer && len(p) > room:
+			return 0, fmt.Errorf("xdp queue %d: payload %d is %d bytes, a frame holds %d (WithMultiBuffer splits it): %w", s.queue, i, len(p), room, ErrBadLength)
+		case s.multiBuffer && len(p) > room*maxTxSegs:
+			return 0, fmt.Errorf("xdp queue %d: payload %d is %d bytes, more than %d frames of %d: %w", s.queue, i, len(p), maxTxSegs, room, ErrBadLength)
+		}
+	}
+	if !s.multiBuffer {
+		return s.SendFunc(len(payloads), func(i int, frame []byte) int { return copy(frame, payloads[i]) })
+	}
+	return s.sendChains(payloads, room)
+}
+
+// sendChains is SendBatch with multi-buffer: each payload becomes a chain of
+// frames, only whole chains are queued.
+func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
+	if !s.enter() {
+		return 0, s.closedErr("send")
+	}
+	defer s.exit()
+	s.complete(int(s.comp.size))
+	need := 0
+	pkts := 0
+	for _, p := range payloads {
+		f := (len(p) + room - 1) / room
+		if need+f > int(s.tx.free(uint32(need+f))) || need+f > s.txPool.Len() {
+			break
+		}
+		need += f
+		pkts++
+	}
+	if pkts == 0 {
+		s.st.ringFull.Add(1)
+		s.kickFull()
+		return 0, nil
+	}
+	descs := s.alloc(need)
+	k := 0
+	for _, p := range payloads[:pkts] {
+		for off := 0; off < len(p); off += room {
+			end := min(off+room, len(p))
+			frame := s.umem.rest(descs[k].Addr)
+			descs[k].Len = uint32(copy(frame, p[off:end]))
+			if end < len(p) {
+				descs[k].Options = unix.XDP_PKT_CONTD
+			}
+			k++
+		}
+	}
+	sent := s.transmit(descs[:k], true)
+	if sent < k {
+		s.free(descs[sent:k])
+	}
+	// Count the packets whose last fragment was queued.
+	done := 0
+	for i := range sent {
+		if descs[i].Options&unix.XDP_PKT_CONTD == 0 {
+			done++
+		}
+	}
+	return done, nil
+}

@@ -1,0 +1,92 @@
+package xdp
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+const hugePageSize = 2 << 20
+
+// umem is one mapping of frame memory shared with the kernel: registered by
+// one socket and, with WithSharedMemory or the packetio backend, shared by
+// the others of its fleet (XDP_SHARED_UMEM). It is unmapped when the last
+// socket using it closes: a frame slice must never outlive the mapping while
+// a socket can still hand it out.
+type umem struct {
+	mem       []byte // the frames (and the caller's extra area)
+	mapping   []byte // what was mapped: mem rounded up to whole pages
+	frameSize int
+	mask      uint64
+	shift     uint
+	huge      bool   // backed by 2 MiB pages
+	hugeNote  string // why not, when they were asked for
+	refs      atomic.Int32
+}
+
+// newUMEM maps size bytes of zeroed, populated memory in frames of
+// frameSize bytes, on 2 MiB pages when huge is asked and the host has them.
+func newUMEM(size, frameSize int, huge bool) (*umem, error) {
+	if size <= 0 || size%frameSize != 0 {
+		return nil, fmt.Errorf("umem of %d bytes is not a whole number of %d-byte frames", size, frameSize)
+	}
+	u := &umem{frameSize: frameSize, mask: uint64(frameSize - 1), shift: uint(bits.TrailingZeros(uint(frameSize)))}
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_POPULATE
+	if huge {
+		rounded := (size + hugePageSize - 1) &^ (hugePageSize - 1)
+		mem, err := unix.Mmap(-1, 0, rounded, unix.PROT_READ|unix.PROT_WRITE, flags|unix.MAP_HUGETLB)
+		if err == nil {
+			u.mem, u.mapping, u.huge = mem[:size:size], mem, true
+			u.refs.Store(1)
+			return u, nil
+		}
+		u.hugeNote = fmt.Sprintf("2 MiB pages refused (%v: reserve them in /proc/sys/vm/nr_hugepages); normal pages used", err)
+	}
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EAGAIN) {
+			return nil, fmt.Errorf("map %d bytes of frame memory: %w (raise RLIMIT_MEMLOCK or use fewer frames)", size, err)
+		}
+		return nil, fmt.Errorf("map %d bytes of frame memory: %w", size, err)
+	}
+	u.mem, u.mapping = mem, mem
+	u.refs.Store(1)
+	return u, nil
+}
+
+// acquire adds a user of the mapping.
+func (u *umem) acquire() { u.refs.Add(1) }
+
+// release drops a user and unmaps with the last.
+func (u *umem) release() {
+	if u.refs.Add(-1) == 0 {
+		_ = unix.Munmap(u.mapping)
+	}
+}
+
+// base rounds an address down to its frame start. Chunks are aligned (the
+// unaligned-chunk mode is never used), so this is a mask.
+func (u *umem) base(addr uint64) uint64 { return addr &^ u.mask }
+
+// span returns the bytes [addr, addr+n) when they lie inside one frame.
+func (u *umem) span(addr uint64, n uint32) []byte {
+	if addr >= uint64(len(u.mem)) || n == 0 || uint64(n)-1 >= uint64(u.frameSize)-addr&u.mask {
+		return nil
+	}
+	return u.mem[addr : addr+uint64(n) : addr+uint64(n)]
+}
+
+// rest returns the bytes from addr to the end of its frame.
+func (u *umem) rest(addr uint64) []byte {
+	if addr >= uint64(len(u.mem)) {
+		return nil
+	}
+	end := u.base(addr) + uint64(u.frameSize)
+	if end > uint64(len(u.mem)) {
+		end = uint64(len(u.mem))
+	}
+	return u.mem[addr:end:end]
+}
