@@ -12,6 +12,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/internal/testframe"
 )
 
 // classifier loads the filter for a test. A verifier rejection fails the
@@ -32,6 +33,8 @@ func classifier(t *testing.T, opts ...Option) *Classifier {
 	return c
 }
 
+type pkt = testframe.Spec
+
 type verdict struct {
 	name string
 	p    pkt
@@ -41,7 +44,7 @@ type verdict struct {
 func runVerdicts(t *testing.T, c *Classifier, cases []verdict) {
 	t.Helper()
 	for _, v := range cases {
-		got, err := c.Match(v.p.build(t))
+		got, err := c.Match(v.p.Build(t))
 		if err != nil {
 			t.Errorf("%s: %v", v.name, err)
 			continue
@@ -69,137 +72,137 @@ func TestMatchers(t *testing.T) {
 		cases []verdict
 	}{
 		{"UDPPort", MatchUDPPort(53, 443), []verdict{
-			{"v4 53", pkt{dport: 53}, true},
-			{"v4 443", pkt{dport: 443}, true},
-			{"v6 53", pkt{v6: true, dport: 53}, true},
-			{"v4 54", pkt{dport: 54}, false},
-			{"v4 src 53", pkt{sport: 53, dport: 1000}, false},
-			{"tcp 53", pkt{proto: tcp, dport: 53}, false},
-			{"v4 options", pkt{dport: 53, ipOpts: true}, false},
-			{"later fragment", pkt{dport: 53, fragOff: 100}, false},
-			{"vlan", pkt{dport: 53, vlan: []uint16{7}}, true},
-			{"qinq outer", pkt{dport: 53, vlan: []uint16{7}, qinq: true}, true},
-			{"two tags", pkt{dport: 53, vlan: []uint16{7, 8}}, false},
-			{"v6 vlan", pkt{v6: true, dport: 443, vlan: []uint16{4095}}, true},
-			{"port 13568 (53 byte-swapped)", pkt{dport: 13568}, false},
+			{"v4 53", pkt{DPort: 53}, true},
+			{"v4 443", pkt{DPort: 443}, true},
+			{"v6 53", pkt{V6: true, DPort: 53}, true},
+			{"v4 54", pkt{DPort: 54}, false},
+			{"v4 src 53", pkt{SPort: 53, DPort: 1000}, false},
+			{"tcp 53", pkt{Proto: tcp, DPort: 53}, false},
+			{"v4 options", pkt{DPort: 53, IPOpts: true}, false},
+			{"later fragment", pkt{DPort: 53, FragOff: 100}, false},
+			{"vlan", pkt{DPort: 53, VLAN: []uint16{7}}, true},
+			{"qinq outer", pkt{DPort: 53, VLAN: []uint16{7}, QinQ: true}, true},
+			{"two tags", pkt{DPort: 53, VLAN: []uint16{7, 8}}, false},
+			{"v6 vlan", pkt{V6: true, DPort: 443, VLAN: []uint16{4095}}, true},
+			{"port 13568 (53 byte-swapped)", pkt{DPort: 13568}, false},
 		}},
 		{"UDPAnyPort", MatchUDPPort(), []verdict{
-			{"udp", pkt{dport: 9}, true},
-			{"udp6", pkt{v6: true, dport: 9}, true},
-			{"tcp", pkt{proto: tcp, dport: 9}, false},
+			{"udp", pkt{DPort: 9}, true},
+			{"udp6", pkt{V6: true, DPort: 9}, true},
+			{"tcp", pkt{Proto: tcp, DPort: 9}, false},
 		}},
 		{"TCPPort", MatchTCPPort(22), []verdict{
-			{"v4", pkt{proto: tcp, dport: 22}, true},
-			{"v6", pkt{v6: true, proto: tcp, dport: 22}, true},
-			{"udp", pkt{dport: 22}, false},
-			{"sport", pkt{proto: tcp, sport: 22, dport: 5000}, false},
+			{"v4", pkt{Proto: tcp, DPort: 22}, true},
+			{"v6", pkt{V6: true, Proto: tcp, DPort: 22}, true},
+			{"udp", pkt{DPort: 22}, false},
+			{"sport", pkt{Proto: tcp, SPort: 22, DPort: 5000}, false},
 		}},
 		{"UDPSrcPort", MatchUDPSrcPort(53), []verdict{
-			{"reply", pkt{sport: 53, dport: 40000}, true},
-			{"v6 reply", pkt{v6: true, sport: 53, dport: 40000}, true},
-			{"query", pkt{sport: 40000, dport: 53}, false},
+			{"reply", pkt{SPort: 53, DPort: 40000}, true},
+			{"v6 reply", pkt{V6: true, SPort: 53, DPort: 40000}, true},
+			{"query", pkt{SPort: 40000, DPort: 53}, false},
 		}},
 		{"TCPSrcPort", MatchTCPSrcPort(443), []verdict{
-			{"v4", pkt{proto: tcp, sport: 443, dport: 50000}, true},
-			{"udp", pkt{sport: 443, dport: 50000}, false},
+			{"v4", pkt{Proto: tcp, SPort: 443, DPort: 50000}, true},
+			{"udp", pkt{SPort: 443, DPort: 50000}, false},
 		}},
 		{"IPv4Proto", MatchIPv4Proto(47), []verdict{
-			{"gre", pkt{proto: 47}, true},
-			{"gre fragment", pkt{proto: 47, fragOff: 3}, true},
-			{"gre v6", pkt{v6: true, proto: 47}, false},
+			{"gre", pkt{Proto: 47}, true},
+			{"gre fragment", pkt{Proto: 47, FragOff: 3}, true},
+			{"gre v6", pkt{V6: true, Proto: 47}, false},
 			{"udp", pkt{}, false},
 		}},
 		{"IPv6NextHeader", MatchIPv6NextHeader(47), []verdict{
-			{"gre v6", pkt{v6: true, proto: 47}, true},
-			{"gre v4", pkt{proto: 47}, false},
+			{"gre v6", pkt{V6: true, Proto: 47}, true},
+			{"gre v4", pkt{Proto: 47}, false},
 		}},
 		{"ICMPv4Echo", MatchICMPv4Echo(), []verdict{
-			{"request", pkt{proto: icmp, icmpType: 8}, true},
-			{"reply", pkt{proto: icmp, icmpType: 0}, false},
-			{"with options", pkt{proto: icmp, icmpType: 8, ipOpts: true}, false},
+			{"request", pkt{Proto: icmp, ICMPType: 8}, true},
+			{"reply", pkt{Proto: icmp, ICMPType: 0}, false},
+			{"with options", pkt{Proto: icmp, ICMPType: 8, IPOpts: true}, false},
 		}},
 		{"ICMPv6Echo", MatchICMPv6Echo(), []verdict{
-			{"request", pkt{v6: true, proto: icm6, icmpType: 128}, true},
-			{"reply", pkt{v6: true, proto: icm6, icmpType: 129}, false},
-			{"v4 request", pkt{proto: icmp, icmpType: 8}, false},
+			{"request", pkt{V6: true, Proto: icm6, ICMPType: 128}, true},
+			{"reply", pkt{V6: true, Proto: icm6, ICMPType: 129}, false},
+			{"v4 request", pkt{Proto: icmp, ICMPType: 8}, false},
 		}},
 		{"EtherType", MatchEtherType(EtherTypeARP), []verdict{
-			{"arp", pkt{ether: layers.EthernetTypeARP}, true},
-			{"tagged arp", pkt{ether: layers.EthernetTypeARP, vlan: []uint16{3}}, true},
+			{"arp", pkt{Ether: layers.EthernetTypeARP}, true},
+			{"tagged arp", pkt{Ether: layers.EthernetTypeARP, VLAN: []uint16{3}}, true},
 			{"ipv4", pkt{}, false},
 		}},
 		{"DstMAC", MatchDstMAC([6]byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xff}), []verdict{
-			{"exact", pkt{dstMAC: []byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xff}}, true},
-			{"last byte", pkt{dstMAC: []byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xfe}}, false},
-			{"first byte", pkt{dstMAC: []byte{0x7e, 0x80, 0x01, 0x02, 0x03, 0xff}}, false},
+			{"exact", pkt{DstMAC: []byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xff}}, true},
+			{"last byte", pkt{DstMAC: []byte{0xfe, 0x80, 0x01, 0x02, 0x03, 0xfe}}, false},
+			{"first byte", pkt{DstMAC: []byte{0x7e, 0x80, 0x01, 0x02, 0x03, 0xff}}, false},
 		}},
 		{"VLAN", MatchVLAN(100), []verdict{
-			{"tag 100", pkt{vlan: []uint16{100}}, true},
-			{"s-tag 100", pkt{vlan: []uint16{100, 5}, qinq: true}, true},
-			{"tag 101", pkt{vlan: []uint16{101}}, false},
-			{"inner 100", pkt{vlan: []uint16{5, 100}}, false},
+			{"tag 100", pkt{VLAN: []uint16{100}}, true},
+			{"s-tag 100", pkt{VLAN: []uint16{100, 5}, QinQ: true}, true},
+			{"tag 101", pkt{VLAN: []uint16{101}}, false},
+			{"inner 100", pkt{VLAN: []uint16{5, 100}}, false},
 			{"untagged", pkt{}, false},
 		}},
 		{"SrcIPv4", MatchSrcIP("192.168.128.0/17"), []verdict{
-			{"inside", pkt{src: "192.168.200.1", dst: "10.0.0.1"}, true},
-			{"edge", pkt{src: "192.168.128.0", dst: "10.0.0.1"}, true},
-			{"outside", pkt{src: "192.168.127.255", dst: "10.0.0.1"}, false},
-			{"dst inside", pkt{src: "10.0.0.1", dst: "192.168.200.1"}, false},
-			{"options", pkt{src: "192.168.200.1", dst: "10.0.0.1", ipOpts: true}, true},
-			{"tagged", pkt{src: "192.168.200.1", dst: "10.0.0.1", vlan: []uint16{9}}, true},
+			{"inside", pkt{Src: "192.168.200.1", Dst: "10.0.0.1"}, true},
+			{"edge", pkt{Src: "192.168.128.0", Dst: "10.0.0.1"}, true},
+			{"outside", pkt{Src: "192.168.127.255", Dst: "10.0.0.1"}, false},
+			{"dst inside", pkt{Src: "10.0.0.1", Dst: "192.168.200.1"}, false},
+			{"options", pkt{Src: "192.168.200.1", Dst: "10.0.0.1", IPOpts: true}, true},
+			{"tagged", pkt{Src: "192.168.200.1", Dst: "10.0.0.1", VLAN: []uint16{9}}, true},
 		}},
 		{"DstIPv4HighBit", MatchDstIP("240.1.2.3"), []verdict{
-			{"exact", pkt{src: "10.0.0.1", dst: "240.1.2.3"}, true},
-			{"next", pkt{src: "10.0.0.1", dst: "240.1.2.4"}, false},
+			{"exact", pkt{Src: "10.0.0.1", Dst: "240.1.2.3"}, true},
+			{"next", pkt{Src: "10.0.0.1", Dst: "240.1.2.4"}, false},
 		}},
 		{"DstIPv6", MatchDstIP("2001:db8:ffff::/48"), []verdict{
-			{"inside", pkt{v6: true, src: "2001:db8::1", dst: "2001:db8:ffff:1::9"}, true},
-			{"outside", pkt{v6: true, src: "2001:db8::1", dst: "2001:db8:fffe::9"}, false},
+			{"inside", pkt{V6: true, Src: "2001:db8::1", Dst: "2001:db8:ffff:1::9"}, true},
+			{"outside", pkt{V6: true, Src: "2001:db8::1", Dst: "2001:db8:fffe::9"}, false},
 			{"v4", pkt{}, false},
 		}},
 		{"SrcIPv6Host", MatchSrcIP("fe80::1"), []verdict{
-			{"exact", pkt{v6: true, src: "fe80::1", dst: "ff02::1"}, true},
-			{"other", pkt{v6: true, src: "fe80::2", dst: "ff02::1"}, false},
+			{"exact", pkt{V6: true, Src: "fe80::1", Dst: "ff02::1"}, true},
+			{"other", pkt{V6: true, Src: "fe80::2", Dst: "ff02::1"}, false},
 		}},
 		{"Flow", MatchFlow("10.0.0.1", "10.0.0.2/32"), []verdict{
-			{"forward", pkt{src: "10.0.0.1", dst: "10.0.0.2"}, true},
-			{"reverse", pkt{src: "10.0.0.2", dst: "10.0.0.1"}, false},
-			{"half", pkt{src: "10.0.0.1", dst: "10.0.0.3"}, false},
+			{"forward", pkt{Src: "10.0.0.1", Dst: "10.0.0.2"}, true},
+			{"reverse", pkt{Src: "10.0.0.2", Dst: "10.0.0.1"}, false},
+			{"half", pkt{Src: "10.0.0.1", Dst: "10.0.0.3"}, false},
 		}},
 		{"And", MatchAnd(MatchVLAN(20), MatchUDPPort(9000), MatchDstIP("10.9.0.0/16")), []verdict{
-			{"all three", pkt{vlan: []uint16{20}, dport: 9000, dst: "10.9.1.1", src: "10.0.0.1"}, true},
-			{"wrong vlan", pkt{vlan: []uint16{21}, dport: 9000, dst: "10.9.1.1", src: "10.0.0.1"}, false},
-			{"wrong port", pkt{vlan: []uint16{20}, dport: 9001, dst: "10.9.1.1", src: "10.0.0.1"}, false},
-			{"wrong net", pkt{vlan: []uint16{20}, dport: 9000, dst: "10.8.1.1", src: "10.0.0.1"}, false},
-			{"untagged", pkt{dport: 9000, dst: "10.9.1.1", src: "10.0.0.1"}, false},
+			{"all three", pkt{VLAN: []uint16{20}, DPort: 9000, Dst: "10.9.1.1", Src: "10.0.0.1"}, true},
+			{"wrong vlan", pkt{VLAN: []uint16{21}, DPort: 9000, Dst: "10.9.1.1", Src: "10.0.0.1"}, false},
+			{"wrong port", pkt{VLAN: []uint16{20}, DPort: 9001, Dst: "10.9.1.1", Src: "10.0.0.1"}, false},
+			{"wrong net", pkt{VLAN: []uint16{20}, DPort: 9000, Dst: "10.8.1.1", Src: "10.0.0.1"}, false},
+			{"untagged", pkt{DPort: 9000, Dst: "10.9.1.1", Src: "10.0.0.1"}, false},
 		}},
 		{"Any", MatchAny(MatchIPv4Proto(47), MatchIPv6NextHeader(47)), []verdict{
-			{"gre v4", pkt{proto: 47}, true},
-			{"gre v6", pkt{v6: true, proto: 47}, true},
+			{"gre v4", pkt{Proto: 47}, true},
+			{"gre v6", pkt{V6: true, Proto: 47}, true},
 			{"udp", pkt{}, false},
 		}},
 		{"AndOfAny", MatchAnd(MatchAny(MatchVLAN(5), MatchVLAN(6)), MatchUDPPort(53)), []verdict{
-			{"vlan 5", pkt{vlan: []uint16{5}, dport: 53}, true},
-			{"vlan 6", pkt{vlan: []uint16{6}, dport: 53}, true},
-			{"vlan 7", pkt{vlan: []uint16{7}, dport: 53}, false},
-			{"vlan 5 port 54", pkt{vlan: []uint16{5}, dport: 54}, false},
+			{"vlan 5", pkt{VLAN: []uint16{5}, DPort: 53}, true},
+			{"vlan 6", pkt{VLAN: []uint16{6}, DPort: 53}, true},
+			{"vlan 7", pkt{VLAN: []uint16{7}, DPort: 53}, false},
+			{"vlan 5 port 54", pkt{VLAN: []uint16{5}, DPort: 54}, false},
 		}},
 		{"L4PortIHL", MatchL4Port(17, false, 53, 5353), []verdict{
-			{"v4", pkt{dport: 53}, true},
-			{"v4 options", pkt{dport: 5353, ipOpts: true}, true},
-			{"v4 options other port", pkt{dport: 54, ipOpts: true}, false},
-			{"later fragment", pkt{dport: 53, fragOff: 100}, false},
-			{"v6", pkt{v6: true, dport: 53}, true},
-			{"tcp", pkt{proto: tcp, dport: 53}, false},
-			{"tagged options", pkt{dport: 53, ipOpts: true, vlan: []uint16{9}}, true},
+			{"v4", pkt{DPort: 53}, true},
+			{"v4 options", pkt{DPort: 5353, IPOpts: true}, true},
+			{"v4 options other port", pkt{DPort: 54, IPOpts: true}, false},
+			{"later fragment", pkt{DPort: 53, FragOff: 100}, false},
+			{"v6", pkt{V6: true, DPort: 53}, true},
+			{"tcp", pkt{Proto: tcp, DPort: 53}, false},
+			{"tagged options", pkt{DPort: 53, IPOpts: true, VLAN: []uint16{9}}, true},
 		}},
 		{"L4SrcPortIHL", MatchL4Port(6, true, 443), []verdict{
-			{"v4", pkt{proto: tcp, sport: 443, dport: 1}, true},
-			{"v4 options", pkt{proto: tcp, sport: 443, dport: 1, ipOpts: true}, true},
-			{"dst 443", pkt{proto: tcp, sport: 1, dport: 443}, false},
+			{"v4", pkt{Proto: tcp, SPort: 443, DPort: 1}, true},
+			{"v4 options", pkt{Proto: tcp, SPort: 443, DPort: 1, IPOpts: true}, true},
+			{"dst 443", pkt{Proto: tcp, SPort: 1, DPort: 443}, false},
 		}},
-		{"All", MatchAll(), []verdict{{"udp", pkt{}, true}, {"arp", pkt{ether: layers.EthernetTypeARP}, true}}},
-		{"None", MatchNone(), []verdict{{"udp", pkt{}, false}, {"arp", pkt{ether: layers.EthernetTypeARP}, false}}},
+		{"All", MatchAll(), []verdict{{"udp", pkt{}, true}, {"arp", pkt{Ether: layers.EthernetTypeARP}, true}}},
+		{"None", MatchNone(), []verdict{{"udp", pkt{}, false}, {"arp", pkt{Ether: layers.EthernetTypeARP}, false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runVerdicts(t, classifier(t, WithFilter(tc.m)), tc.cases)
@@ -211,10 +214,10 @@ func TestMatchers(t *testing.T) {
 func TestMatchersOR(t *testing.T) {
 	c := classifier(t, WithFilter(MatchUDPPort(4789), MatchTCPPort(179), MatchICMPv4Echo()))
 	runVerdicts(t, c, []verdict{
-		{"vxlan", pkt{dport: 4789}, true},
-		{"bgp", pkt{proto: tcp, dport: 179}, true},
-		{"ping", pkt{proto: icmp, icmpType: 8}, true},
-		{"dns", pkt{dport: 53}, false},
+		{"vxlan", pkt{DPort: 4789}, true},
+		{"bgp", pkt{Proto: tcp, DPort: 179}, true},
+		{"ping", pkt{Proto: icmp, ICMPType: 8}, true},
+		{"dns", pkt{DPort: 53}, false},
 	})
 }
 
@@ -222,8 +225,8 @@ func TestMatchersOR(t *testing.T) {
 func TestExceptWins(t *testing.T) {
 	c := classifier(t, WithFilter(MatchAll()), WithExcept(MatchSrcIP("192.0.2.10/32")))
 	runVerdicts(t, c, []verdict{
-		{"noisy host", pkt{src: "192.0.2.10", dst: "10.0.0.1"}, false},
-		{"neighbour", pkt{src: "192.0.2.11", dst: "10.0.0.1"}, true},
+		{"noisy host", pkt{Src: "192.0.2.10", Dst: "10.0.0.1"}, false},
+		{"neighbour", pkt{Src: "192.0.2.11", Dst: "10.0.0.1"}, true},
 	})
 	if _, err := NewClassifier(WithFilter(MatchUDPPort(1)), WithExcept(MatchAll())); !errors.Is(err, packetio.ErrUnsupported) {
 		t.Fatalf("MatchAll as an exception: %v, want ErrUnsupported", err)
@@ -235,20 +238,20 @@ func TestExceptWins(t *testing.T) {
 func TestKeepManagement(t *testing.T) {
 	c := classifier(t, WithFilter(MatchAll()), WithKeepManagement(2222))
 	runVerdicts(t, c, []verdict{
-		{"arp", pkt{ether: layers.EthernetTypeARP}, false},
-		{"tagged arp", pkt{ether: layers.EthernetTypeARP, vlan: []uint16{3}}, false},
-		{"nd solicit", pkt{v6: true, proto: icm6, icmpType: 135}, false},
-		{"nd redirect", pkt{v6: true, proto: icm6, icmpType: 137}, false},
-		{"icmpv6 echo", pkt{v6: true, proto: icm6, icmpType: 128}, true},
-		{"ssh in", pkt{proto: tcp, sport: 50000, dport: 22}, false},
-		{"ssh return", pkt{proto: tcp, sport: 22, dport: 50000}, false},
-		{"ssh v6", pkt{v6: true, proto: tcp, sport: 50000, dport: 22}, false},
-		{"extra port", pkt{proto: tcp, sport: 50000, dport: 2222}, false},
-		{"dns reply", pkt{sport: 53, dport: 40000}, false},
-		{"dns tcp reply", pkt{proto: tcp, sport: 53, dport: 40000}, false},
-		{"dns query", pkt{sport: 40000, dport: 53}, true},
-		{"udp 22", pkt{dport: 22}, true},
-		{"plain udp", pkt{dport: 9}, true},
+		{"arp", pkt{Ether: layers.EthernetTypeARP}, false},
+		{"tagged arp", pkt{Ether: layers.EthernetTypeARP, VLAN: []uint16{3}}, false},
+		{"nd solicit", pkt{V6: true, Proto: icm6, ICMPType: 135}, false},
+		{"nd redirect", pkt{V6: true, Proto: icm6, ICMPType: 137}, false},
+		{"icmpv6 echo", pkt{V6: true, Proto: icm6, ICMPType: 128}, true},
+		{"ssh in", pkt{Proto: tcp, SPort: 50000, DPort: 22}, false},
+		{"ssh return", pkt{Proto: tcp, SPort: 22, DPort: 50000}, false},
+		{"ssh v6", pkt{V6: true, Proto: tcp, SPort: 50000, DPort: 22}, false},
+		{"extra port", pkt{Proto: tcp, SPort: 50000, DPort: 2222}, false},
+		{"dns reply", pkt{SPort: 53, DPort: 40000}, false},
+		{"dns tcp reply", pkt{Proto: tcp, SPort: 53, DPort: 40000}, false},
+		{"dns query", pkt{SPort: 40000, DPort: 53}, true},
+		{"udp 22", pkt{DPort: 22}, true},
+		{"plain udp", pkt{DPort: 9}, true},
 	})
 }
 
@@ -258,15 +261,15 @@ func TestKeepManagementScoped(t *testing.T) {
 	local := mustPrefixes(t, "10.0.0.2/32", "2001:db8::2/128")
 	c := classifier(t, WithFilter(MatchAll()), WithExcept(managementRules(nil, local)...))
 	runVerdicts(t, c, []verdict{
-		{"ssh to us", pkt{proto: tcp, sport: 50000, dport: 22, src: "10.0.0.1", dst: "10.0.0.2"}, false},
-		{"ssh to us v6", pkt{v6: true, proto: tcp, sport: 50000, dport: 22, src: "2001:db8::1", dst: "2001:db8::2"}, false},
-		{"transit ssh", pkt{proto: tcp, sport: 50000, dport: 22, src: "10.0.0.1", dst: "10.0.0.3"}, true},
-		{"arp", pkt{ether: layers.EthernetTypeARP}, false},
+		{"ssh to us", pkt{Proto: tcp, SPort: 50000, DPort: 22, Src: "10.0.0.1", Dst: "10.0.0.2"}, false},
+		{"ssh to us v6", pkt{V6: true, Proto: tcp, SPort: 50000, DPort: 22, Src: "2001:db8::1", Dst: "2001:db8::2"}, false},
+		{"transit ssh", pkt{Proto: tcp, SPort: 50000, DPort: 22, Src: "10.0.0.1", Dst: "10.0.0.3"}, true},
+		{"arp", pkt{Ether: layers.EthernetTypeARP}, false},
 	})
 	c2 := classifier(t, WithFilter(MatchAll()), WithExcept(managementRules(nil, mustPrefixes(t))...))
 	runVerdicts(t, c2, []verdict{
-		{"no address: ssh taken", pkt{proto: tcp, sport: 50000, dport: 22}, true},
-		{"no address: arp kept", pkt{ether: layers.EthernetTypeARP}, false},
+		{"no address: ssh taken", pkt{Proto: tcp, SPort: 50000, DPort: 22}, true},
+		{"no address: arp kept", pkt{Ether: layers.EthernetTypeARP}, false},
 	})
 }
 
@@ -286,10 +289,10 @@ func TestCustomMatch(t *testing.T) {
 		), nil
 	})
 	runVerdicts(t, classifier(t, WithFilter(udp5000)), []verdict{
-		{"5000", pkt{dport: 5000}, true},
-		{"5001", pkt{dport: 5001}, false},
-		{"tagged", pkt{dport: 5000, vlan: []uint16{1}}, true},
-		{"tcp", pkt{proto: tcp, dport: 5000}, false},
+		{"5000", pkt{DPort: 5000}, true},
+		{"5001", pkt{DPort: 5001}, false},
+		{"tagged", pkt{DPort: 5000, VLAN: []uint16{1}}, true},
+		{"tcp", pkt{Proto: tcp, DPort: 5000}, false},
 	})
 	if got := udp5000.String(); got != "udp/5000" {
 		t.Errorf("name %q", got)
@@ -395,7 +398,7 @@ func TestFiltersVerifyWithFrags(t *testing.T) {
 	c := classifier(t, WithMultiBuffer(), WithFilter(MatchUDPPort(1), MatchTCPSrcPort(2), MatchIPv4Proto(3), MatchIPv6NextHeader(4),
 		MatchICMPv4Echo(), MatchICMPv6Echo(), MatchEtherType(5), MatchDstMAC([6]byte{1}), MatchVLAN(6),
 		MatchSrcIP("10.0.0.0/8"), MatchDstIP("::/0"), MatchFlow("1.1.1.1", "2.2.2.2")), WithKeepManagement())
-	runVerdicts(t, c, []verdict{{"udp 1", pkt{dport: 1}, true}, {"arp", pkt{ether: layers.EthernetTypeARP}, false}})
+	runVerdicts(t, c, []verdict{{"udp 1", pkt{DPort: 1}, true}, {"arp", pkt{Ether: layers.EthernetTypeARP}, false}})
 }
 
 func mustPrefixes(t *testing.T, ss ...string) []netip.Prefix {

@@ -153,7 +153,7 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 
 	var tried []string
 	for _, grp := range modeGroups(c.mode, feat.zeroCopyPossible()) {
-		pc := progConfig{matches: c.matches, except: except, frags: c.multiBuf, tail: tailRedirect}
+		pc := progConfig{matches: c.matches, except: except, frags: c.multiBuf, tail: tailRedirect, kfuncs: kf}
 		if c.stamps {
 			pc.stamp = stampMonotonic
 		}
@@ -173,7 +173,7 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 		}
 		if ok {
 			f.info.Tried = tried
-			f.fillInfo(c, pc, grp)
+			f.fillInfo(c, f.progCfg, grp)
 			if err := f.tune(c, grp); err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/packetio/packetio"
@@ -15,7 +16,8 @@ const (
 	// DefaultFrameSize is the size of one frame. ENA's zero-copy needs
 	// 4096, which Open picks there on its own.
 	DefaultFrameSize = 2048
-	// DefaultRingSize is the size of each of the four rings.
+	// DefaultRingSize is the size of each of the four rings, or the frames of
+	// the ring's direction, rounded down to a power of two, when fewer.
 	DefaultRingSize = 4096
 	// RxHeadroom is what the kernel keeps in front of every packet it
 	// writes into a frame (XDP_PACKET_HEADROOM): a frame carries at most
@@ -297,6 +299,17 @@ func (c *config) geometry() (socketGeometry, error) {
 	if c.txMeta {
 		g.txHeadroom = TxMetadataLen
 	}
+	if !c.ringsSet {
+		// Default rings no deeper than the frames that can fill them.
+		if rx := g.numFrames - g.txFrames; rx > 0 {
+			g.fill = min(g.fill, floorPow2(rx))
+			g.rx = min(g.rx, floorPow2(rx))
+		}
+		if g.txFrames > 0 {
+			g.tx = min(g.tx, floorPow2(g.txFrames))
+			g.comp = min(g.comp, floorPow2(g.txFrames))
+		}
+	}
 	bad := func(format string, args ...any) (socketGeometry, error) {
 		return socketGeometry{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrUnsupported}, args...)...)
 	}
@@ -331,6 +344,9 @@ func (c *config) geometry() (socketGeometry, error) {
 	}
 	return g, nil
 }
+
+// floorPow2 is the largest power of two not above n (n > 0).
+func floorPow2(n int) int { return 1 << (bits.Len(uint(n)) - 1) }
 
 func newConfig(opts []Option) *config {
 	c := &config{}

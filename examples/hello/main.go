@@ -1,13 +1,17 @@
 // Command hello sends a few frames and receives them, in both directions, to
-// show the whole packetio model in about a hundred lines.
+// show the whole packetio model in about a hundred lines, on both pure-Go
+// backends: afpacket (works anywhere) and afxdp (AF_XDP, with a steering
+// filter that takes only hello's own frames, so the kernel keeps the rest).
 //
 // With no -i it needs root and builds its own test bed: a veth pair between
 // two throwaway network namespaces, gone when it exits (even if killed). It
-// sends -n frames from end A to end B and back from B to A, and exits 0 only
-// if every frame arrived. With -i it uses that interface (yours to name; it
-// touches no other), sends -n broadcast frames and shows what arrives in -wait.
+// sends -n frames from end A to end B and back from B to A on each backend,
+// and exits 0 only if every frame arrived. With -i it uses that interface
+// (yours to name; it touches no other), sends -n broadcast frames and shows
+// what arrives in -wait. -backend picks one backend.
 //
 //	sudo go run ./examples/hello
+//	sudo go run ./examples/hello -backend afxdp
 //	sudo go run ./examples/hello -i veth0 -n 4
 package main
 
@@ -21,8 +25,22 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afpacket"
+	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/internal/netns"
 )
+
+// backends are the pure-Go backends hello shows, in order.
+var backends = []string{"afpacket", "afxdp"}
+
+// open opens iface on one backend. afxdp must be told what to take: only
+// hello's EtherType, so everything else stays with the kernel.
+func open(backend, iface string) (packetio.Device, error) {
+	if backend == "afxdp" {
+		return afxdp.Open(iface, afxdp.WithSteering(packetio.SteeringFilter{
+			Match: []packetio.Match{packetio.MatchEtherType(etherType)}}), afxdp.WithFrames(1024))
+	}
+	return afpacket.Open(iface)
+}
 
 const etherType = 0x88b5 // IEEE local experimental: no host stack claims it
 
@@ -30,23 +48,44 @@ func main() {
 	iface := flag.String("i", "", "interface to use (default: make a veth pair in throwaway namespaces)")
 	n := flag.Int("n", 8, "frames to send each way")
 	wait := flag.Duration("wait", time.Second, "how long to wait for frames to arrive")
+	only := flag.String("backend", "", "afpacket or afxdp (default: both, one after the other)")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: hello [-i IFACE] [-n N] [-wait D]\n\nSends N frames and receives them, with packetio's afpacket backend.\n\n")
+		fmt.Fprintf(os.Stderr, "usage: hello [-i IFACE] [-n N] [-wait D] [-backend afpacket|afxdp]\n\nSends N frames and receives them, with packetio's pure-Go backends.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*iface, *n, *wait); err != nil {
+	names := backends
+	switch *only {
+	case "":
+	case "afpacket", "afxdp":
+		names = []string{*only}
+	default:
+		fmt.Fprintf(os.Stderr, "hello: -backend %q: afpacket or afxdp\n", *only)
+		os.Exit(2)
+	}
+	if err := runAll(names, *iface, *n, *wait); err != nil {
 		fmt.Fprintln(os.Stderr, "hello:", err)
 		os.Exit(1)
 	}
 }
 
-func run(iface string, n int, wait time.Duration) error {
+// runAll runs the round trip on each backend in turn.
+func runAll(names []string, iface string, n int, wait time.Duration) error {
+	for _, b := range names {
+		fmt.Printf("== %s ==\n", b)
+		if err := run(b, iface, n, wait); err != nil {
+			return fmt.Errorf("%s: %w", b, err)
+		}
+	}
+	return nil
+}
+
+func run(backend, iface string, n int, wait time.Duration) error {
 	if n < 1 || n > 1024 {
 		return fmt.Errorf("-n %d: send between 1 and 1024 frames", n)
 	}
 	if iface != "" {
-		d, err := afpacket.Open(iface)
+		d, err := open(backend, iface)
 		if err != nil {
 			return err
 		}
@@ -75,15 +114,21 @@ func run(iface string, n int, wait time.Duration) error {
 	// Ctrl-C: close everything through the deferred calls above.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
-	go func() { <-sig; pair.Close(); os.Exit(130) }()
+	defer signal.Stop(sig)
+	go func() {
+		if _, ok := <-sig; ok {
+			pair.Close()
+			os.Exit(130)
+		}
+	}()
 
-	if err := pair.A.Do(func() (err error) { a, err = afpacket.Open(pair.A.Link); return err }); err != nil {
+	if err := pair.A.Do(func() (err error) { a, err = open(backend, pair.A.Link); return err }); err != nil {
 		return err
 	}
-	if err := pair.B.Do(func() (err error) { b, err = afpacket.Open(pair.B.Link); return err }); err != nil {
+	if err := pair.B.Do(func() (err error) { b, err = open(backend, pair.B.Link); return err }); err != nil {
 		return err
 	}
-	fmt.Printf("A is %s, B is %s, both opened with afpacket\n", pair.A.Link, pair.B.Link)
+	fmt.Printf("A is %s, B is %s, both opened with %s\n", pair.A.Link, pair.B.Link, backend)
 	showCapabilities(a.Capabilities())
 	ab, err := roundTrip(a, b, "A", "B", n, wait)
 	if err != nil {

@@ -50,6 +50,7 @@ type config struct {
 	addrA, addrB netip.Prefix
 	mtu          int
 	ipv6         bool
+	queues       int
 }
 
 // Option changes how a Pair is made.
@@ -60,6 +61,9 @@ func WithAddrs(a, b netip.Prefix) Option { return func(c *config) { c.addrA, c.a
 
 // WithMTU sets the MTU of both ends.
 func WithMTU(mtu int) Option { return func(c *config) { c.mtu = mtu } }
+
+// WithQueues gives both ends n transmit and n receive queues (default 1).
+func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
 
 // WithIPv6 leaves IPv6 on. By default it is off in both namespaces, so no
 // router solicitation, DAD or MLD frame disturbs what a test counts.
@@ -117,9 +121,12 @@ func Create(opts ...Option) (p *Pair, err error) {
 	}
 	defer ha.Close()
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: p.A.Link, MTU: c.mtu},
+		LinkAttrs:     netlink.LinkAttrs{Name: p.A.Link, MTU: c.mtu, NumTxQueues: c.queues, NumRxQueues: c.queues},
 		PeerName:      p.B.Link,
 		PeerNamespace: netlink.NsFd(int(p.B.ns)),
+	}
+	if c.queues > 1 {
+		veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(c.queues), uint32(c.queues)
 	}
 	if err := ha.LinkAdd(veth); err != nil {
 		return p, fmt.Errorf("netns: add veth %s/%s: %w", p.A.Link, p.B.Link, err)

@@ -1,0 +1,193 @@
+package afxdp
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp/xdp"
+)
+
+// Device is an interface opened through AF_XDP: one XDP program steering
+// the packets it names to one socket per queue, every queue over one shared
+// UMEM where the kernel allows it.
+type Device struct {
+	name   string
+	fleet  *xdp.Fleet
+	info   xdp.Info
+	tx     []*TxQueue
+	rx     []*RxQueue
+	caps   packetio.Capabilities
+	stamps bool
+
+	closeMu sync.Mutex
+	closed  atomic.Bool
+}
+
+var _ packetio.Device = (*Device)(nil)
+
+// Open opens the interface named ifname (in the network namespace of the
+// calling thread) with one transmit and one receive queue per bound queue.
+// WithSteering is required. Need-wakeup is always on, every redirected frame
+// is stamped on arrival, and the queues share one region when the kernel
+// allows it. Every failure wraps packetio.ErrUnsupported (or ErrClosed)
+// and leaves nothing behind.
+func Open(ifname string, opts ...Option) (*Device, error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	fail := func(err error) (*Device, error) { return nil, fmt.Errorf("afxdp %s: %w", ifname, err) }
+	if !c.steeringSet {
+		return fail(fmt.Errorf("%w: no steering filter: the XDP program would take every packet on the interface from the kernel, SSH and ARP included; "+
+			"name what you want with WithSteering, or take everything on purpose with WithSteering(packetio.SteeringFilter{Promiscuous: true})", packetio.ErrUnsupported))
+	}
+	match := xdp.MatchNone()
+	if !c.txOnly {
+		m, err := compileSteering(c.steering, func() ([][6]byte, error) { return localMACs(ifname) })
+		if err != nil {
+			return fail(err)
+		}
+		match = m
+	}
+	xo := []xdp.Option{
+		xdp.WithNeedWakeup(),
+		xdp.WithRxTimestamps(),
+		xdp.WithPreferSharedMemory(),
+		xdp.WithFilter(match),
+	}
+	if c.queues > 0 {
+		xo = append(xo, xdp.WithQueues(c.queues))
+	}
+	if c.frames > 0 {
+		xo = append(xo, xdp.WithNumFrames(c.frames))
+	}
+	if c.frameSize > 0 {
+		xo = append(xo, xdp.WithFrameSize(c.frameSize))
+	}
+	if c.multiBuffer {
+		xo = append(xo, xdp.WithMultiBuffer())
+	}
+	if c.txOnly {
+		xo = append(xo, xdp.WithRingSizes(0, xdp.DefaultRingSize, 0, xdp.DefaultRingSize))
+	}
+	if c.noAffinity {
+		xo = append(xo, xdp.WithoutAffinity())
+	} else if len(c.cpus) > 0 {
+		xo = append(xo, xdp.WithAffinity(c.cpus...))
+	}
+	xo = append(xo, c.xdp...)
+	fleet, err := xdp.Open(ifname, xo...)
+	if err != nil {
+		return fail(err)
+	}
+	info, err := fleet.Info()
+	if err != nil {
+		fleet.Close()
+		return fail(err)
+	}
+	d := &Device{name: ifname, fleet: fleet, info: info, stamps: info.Timestamps != "off"}
+	var shared *region
+	if mem := fleet.Memory(); mem != nil {
+		shared = newRegion(mem, info.FrameSize)
+	}
+	for i, s := range fleet.Sockets() {
+		reg := shared
+		if reg == nil {
+			reg = newRegion(s.UMEM(), info.FrameSize)
+		}
+		d.tx = append(d.tx, &TxQueue{d: d, s: s, index: i, reg: reg, addrs: make([]uint64, 0, 4096)})
+		if !c.txOnly {
+			d.rx = append(d.rx, &RxQueue{d: d, s: s, index: i, reg: reg})
+		}
+	}
+	maxPkt := 0
+	if len(fleet.Sockets()) > 0 {
+		maxPkt = fleet.Sockets()[0].MaxPacket()
+		if c.txOnly {
+			maxPkt = info.FrameSize
+		}
+	}
+	d.caps = packetio.Capabilities{
+		Backend:           "afxdp",
+		ZeroCopy:          info.ZeroCopy,
+		KernelCoexistence: true,
+		MultiBuffer:       info.MultiBuffer,
+		RSS:               len(d.rx) > 1,
+		RxTimestamps:      d.stamps && !c.txOnly,
+		BlockingPoll:      true,
+		SharedRegion:      shared != nil,
+		HandsBackFrames:   true,
+		MaxFrameSize:      maxPkt,
+		MaxQueues:         min(xdp.MaxQueues, info.QueuesTotal),
+	}
+	return d, nil
+}
+
+// Capabilities reports what the device took. RxTimestamps turns false if a
+// receive queue finds its driver cannot write the stamp (no XDP metadata
+// area).
+func (d *Device) Capabilities() packetio.Capabilities {
+	c := d.caps
+	for _, q := range d.rx {
+		if q.noStamps.Load() {
+			c.RxTimestamps = false
+		}
+	}
+	return c
+}
+
+// Info is the datapath's report: mode, zero-copy, filter, clocks, tuning.
+func (d *Device) Info() xdp.Info { return d.info }
+
+// Fleet is the datapath under the device, for what this package does not
+// wrap (per-socket statistics, the shared area). Do not close it: Close the
+// device.
+func (d *Device) Fleet() *xdp.Fleet { return d.fleet }
+
+// NumTxQueues is the number of transmit queues.
+func (d *Device) NumTxQueues() int { return len(d.tx) }
+
+// NumRxQueues is the number of receive queues.
+func (d *Device) NumRxQueues() int { return len(d.rx) }
+
+// TxQueue returns transmit queue i, or nil when i is out of range.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if i < 0 || i >= len(d.tx) {
+		return nil
+	}
+	return d.tx[i]
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if i < 0 || i >= len(d.rx) {
+		return nil
+	}
+	return d.rx[i]
+}
+
+// Close closes every queue (waking a goroutine blocked in Poll), detaches
+// the program and restores every host setting Open changed. It is
+// idempotent. The Region and every slice taken from it are invalid
+// afterwards.
+func (d *Device) Close() error {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	for _, q := range d.tx {
+		q.closed.Store(true)
+	}
+	for _, q := range d.rx {
+		q.closed.Store(true)
+	}
+	if err := d.fleet.Close(); err != nil {
+		return fmt.Errorf("afxdp %s: close: %w", d.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package afxdp
+
+import (
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp/xdp"
+)
+
+// Defaults.
+const (
+	// DefaultFrames is the number of frames per queue without WithFrames.
+	DefaultFrames = 8192
+	// DefaultFrameSize is the frame size without WithFrameSize.
+	DefaultFrameSize = 2048
+)
+
+// Option changes how Open sets up a Device.
+type Option func(*config)
+
+type config struct {
+	steering    packetio.SteeringFilter
+	steeringSet bool
+	queues      int
+	frames      int
+	frameSize   int
+	multiBuffer bool
+	txOnly      bool
+	cpus        []int
+	noAffinity  bool
+	xdp         []xdp.Option
+}
+
+// WithSteering names the packets the device takes from the kernel; the rest
+// stay with Linux. It is required: a bare Open is refused, because the XDP
+// program would otherwise take every packet on the interface, SSH and ARP
+// included. SteeringFilter{Promiscuous: true} takes everything on purpose;
+// the zero SteeringFilter takes what is addressed to the interface (its MAC,
+// broadcast, and the multicast groups it has joined when Open runs).
+func WithSteering(f packetio.SteeringFilter) Option {
+	return func(c *config) { c.steering, c.steeringSet = f, true }
+}
+
+// WithTransmitOnly opens a device with transmit queues only: the XDP
+// program redirects nothing (it stays attached, because some drivers
+// transmit from an AF_XDP socket only while one is) and the sockets have no
+// receive ring. It stands in for WithSteering.
+func WithTransmitOnly() Option {
+	return func(c *config) { c.txOnly, c.steeringSet = true, true }
+}
+
+// WithQueues binds queues 0 to n-1, one transmit and one receive queue each
+// (default: every queue the interface has; traffic on an unbound queue goes
+// to the kernel unseen).
+func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
+
+// WithFrames sets the frames of each queue (default 8192), half for
+// receive and half for transmit.
+func WithFrames(n int) Option { return func(c *config) { c.frames = n } }
+
+// WithFrameSize sets the frame size, a power of two from 2048 (the default)
+// to 65536; some drivers want 4096 for zero-copy. The largest packet a frame
+// takes, Capabilities().MaxFrameSize, is the frame less the 256 bytes the
+// kernel keeps in front of a received packet and the 16 bytes of its
+// arrival stamp.
+func WithFrameSize(n int) Option { return func(c *config) { c.frameSize = n } }
+
+// WithMultiBuffer lets a packet span several frames, every one but the last
+// marked packetio.OptContinued, in both directions.
+func WithMultiBuffer() Option { return func(c *config) { c.multiBuffer = true } }
+
+// WithAffinity names the CPU of each queue's worker: queue q runs on
+// cpus[q%len(cpus)].
+func WithAffinity(cpus ...int) Option {
+	return func(c *config) { c.cpus, c.noAffinity = append([]int(nil), cpus...), false }
+}
+
+// WithoutAffinity leaves every worker where the Go scheduler puts it.
+func WithoutAffinity() Option { return func(c *config) { c.cpus, c.noAffinity = nil, true } }
+
+// WithXDP passes options of the datapath (package afxdp/xdp) through, after
+// the ones this package sets, so they win: the mode, busy polling, NAPI
+// tuning, ring sizes. xdp.WithFilter and xdp.WithExcept add to the steering
+// filter's matches (as alternatives and exceptions).
+func WithXDP(opts ...xdp.Option) Option {
+	return func(c *config) { c.xdp = append(c.xdp, opts...) }
+}

@@ -1,0 +1,319 @@
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp/xdp"
+)
+
+// TxQueue is a transmit queue: the transmit side of one AF_XDP socket. It
+// hands completed frames back by address (Reclaim), so a frame received on
+// any queue of the device can be transmitted here and returned to its
+// receive queue.
+type TxQueue struct {
+	d      *Device
+	s      *xdp.Socket
+	index  int
+	reg    *region
+	addrs  []uint64 // Reclaim scratch
+	closed atomic.Bool
+}
+
+var _ packetio.TxQueue = (*TxQueue)(nil)
+
+func (q *TxQueue) errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("afxdp %s tx %d: %w: "+format, append([]any{q.d.name, q.index, sentinel}, args...)...)
+}
+
+// wrap gives a datapath error the queue's context; it already wraps a
+// packetio sentinel.
+func (q *TxQueue) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("afxdp %s tx %d: %w", q.d.name, q.index, err)
+}
+
+// Region is the device's frame memory.
+func (q *TxQueue) Region() packetio.Region { return q.reg }
+
+// Alloc takes up to n frames from the queue's pool, never more than the
+// transmit ring has room for.
+func (q *TxQueue) Alloc(n int) []packetio.Desc {
+	if q.closed.Load() {
+		return nil
+	}
+	return q.s.Alloc(n)
+}
+
+// Transmit puts the longest valid prefix of descs on the ring and kicks the
+// kernel when it must.
+func (q *TxQueue) Transmit(descs []packetio.Desc) int {
+	if q.closed.Load() {
+		return 0
+	}
+	return q.s.Transmit(descs)
+}
+
+// Err is nil while the queue is open.
+func (q *TxQueue) Err() error {
+	if q.closed.Load() {
+		return q.errorf(packetio.ErrClosed, "closed")
+	}
+	return nil
+}
+
+// Complete returns completed frames to the pool. A frame of another queue
+// (a forwarded one) is refused and counted in Stats().Backend["foreign"]:
+// forwarders use Reclaim.
+func (q *TxQueue) Complete(max int) int {
+	if q.closed.Load() {
+		return 0
+	}
+	return q.s.Complete(max)
+}
+
+// Reclaim hands completed frames back to the caller, by the address the
+// kernel completed, to Recycle to their receive queue or Free here.
+func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
+	if q.closed.Load() {
+		return out
+	}
+	q.addrs = q.s.CompleteInto(max, q.addrs[:0])
+	for _, a := range q.addrs {
+		out = append(out, packetio.Desc{Addr: a})
+	}
+	return out
+}
+
+// Free returns unsent frames to the pool.
+func (q *TxQueue) Free(descs []packetio.Desc) {
+	if q.closed.Load() {
+		return
+	}
+	q.s.Free(descs)
+}
+
+// NumCompleted is how many completions wait.
+func (q *TxQueue) NumCompleted() int { return q.gauge(q.s.NumCompleted) }
+
+// NumInFlight is how many transmitted frames the kernel still holds.
+func (q *TxQueue) NumInFlight() int { return q.gauge(q.s.NumTransmitted) }
+
+// NumFreeSlots is how many descriptors Transmit would take now.
+func (q *TxQueue) NumFreeSlots() int { return q.gauge(q.s.NumFreeTxSlots) }
+
+// NumFreeFrames is how many frames the pool holds.
+func (q *TxQueue) NumFreeFrames() int { return q.gauge(q.s.FreeTxFrames) }
+
+func (q *TxQueue) gauge(f func() int) int {
+	if q.closed.Load() {
+		return 0
+	}
+	return f()
+}
+
+// SendFunc completes, allocates, builds and transmits in one call.
+func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "send")
+	}
+	n, err := q.s.SendFunc(count, build)
+	return n, q.wrap(err)
+}
+
+// Stats returns the queue's counters.
+func (q *TxQueue) Stats() (packetio.TxStats, error) {
+	if q.closed.Load() {
+		return packetio.TxStats{}, q.errorf(packetio.ErrClosed, "stats")
+	}
+	st, err := q.s.Stats()
+	if err != nil {
+		return packetio.TxStats{}, q.wrap(err)
+	}
+	k := st.Kernel
+	return packetio.TxStats{
+		Packets:     st.Transmitted,
+		Bytes:       st.TxBytes,
+		Completed:   st.Completed,
+		Batches:     st.TxBatches,
+		Completions: st.CompletionBatches,
+		RingFull:    st.RingFull,
+		PoolEmpty:   st.PoolEmpty,
+		Errors:      st.KickErrors + k.TxInvalidDescs,
+		Backend: map[string]uint64{
+			"kicks":            st.Kicks,
+			"kicks_suppressed": st.KicksSuppressed,
+			"kick_retries":     st.KickRetries,
+			"kick_gave_up":     st.KickGaveUp,
+			"kick_busy":        st.KickBusy,
+			"pool_rejected":    st.Rejected,
+			"foreign":          st.Foreign,
+			"tx_invalid_descs": k.TxInvalidDescs,
+			"tx_ring_empty":    k.TxRingEmpty,
+			"in_flight_high":   st.InflightHigh,
+		},
+	}, nil
+}
+
+// Close marks the queue closed; the socket closes with the device.
+func (q *TxQueue) Close() error {
+	q.closed.Store(true)
+	return nil
+}
+
+// RxQueue is a receive queue: the receive side of one AF_XDP socket, whose
+// frames are stamped on arrival by the XDP program. It implements
+// packetio.TimestampReceiver.
+type RxQueue struct {
+	d        *Device
+	s        *xdp.Socket
+	index    int
+	reg      *region
+	closed   atomic.Bool
+	noStamps atomic.Bool // the driver could not write a stamp
+}
+
+var (
+	_ packetio.RxQueue           = (*RxQueue)(nil)
+	_ packetio.TimestampReceiver = (*RxQueue)(nil)
+)
+
+func (q *RxQueue) errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("afxdp %s rx %d: %w: "+format, append([]any{q.d.name, q.index, sentinel}, args...)...)
+}
+
+// Region is the device's frame memory.
+func (q *RxQueue) Region() packetio.Region { return q.reg }
+
+// Fill posts up to n frames to the fill ring, and wakes the driver if it
+// parked (one atomic load when it did not; counted in
+// Stats().Backend["rx_kicks"]), so a loop that never blocks in Poll keeps
+// receiving.
+func (q *RxQueue) Fill(n int) int {
+	if q.closed.Load() {
+		return 0
+	}
+	k := q.s.Fill(n)
+	if q.s.NeedsWakeupRx() {
+		_ = q.s.WakeupRx()
+	}
+	return k
+}
+
+// Poll waits for packets; Close wakes it with ErrClosed.
+func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "poll")
+	}
+	n, err := q.s.Poll(timeout)
+	if err != nil {
+		if errors.Is(err, packetio.ErrClosed) {
+			return 0, q.errorf(packetio.ErrClosed, "poll: closed while waiting")
+		}
+		return 0, fmt.Errorf("afxdp %s rx %d: %w", q.d.name, q.index, err)
+	}
+	return n, nil
+}
+
+// Receive returns up to max descriptors, whole packets only.
+func (q *RxQueue) Receive(max int) []packetio.Desc {
+	if q.closed.Load() {
+		return nil
+	}
+	return q.s.ReceiveWhole(max)
+}
+
+// ReceiveTimestamps is Receive plus each packet's arrival stamp: the
+// driver's hardware clock where it gives one, else CLOCK_MONOTONIC taken by
+// the XDP program at the driver hook (Info().Timestamps says which applies;
+// Stats().Backend counts each). If the driver cannot write the stamp in
+// front of the frame, the queue takes no packet here, returns nil, nil from
+// then on, and Capabilities().RxTimestamps turns false: the packets wait
+// for Receive.
+func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
+	if q.closed.Load() || !q.d.stamps || q.noStamps.Load() {
+		return nil, nil
+	}
+	descs, ts, unstamped := q.s.ReceiveStamped(max)
+	if unstamped {
+		q.noStamps.Store(true)
+		return nil, nil
+	}
+	return descs, ts
+}
+
+// Err is nil while the queue is open.
+func (q *RxQueue) Err() error {
+	if q.closed.Load() {
+		return q.errorf(packetio.ErrClosed, "closed")
+	}
+	return nil
+}
+
+// Recycle returns received frames to the pool.
+func (q *RxQueue) Recycle(descs []packetio.Desc) {
+	if q.closed.Load() {
+		return
+	}
+	q.s.Recycle(descs)
+}
+
+// NumFreeFillSlots is how many frames Fill can post now.
+func (q *RxQueue) NumFreeFillSlots() int { return q.gauge(q.s.NumFreeFillSlots) }
+
+// NumReceived is how many descriptors wait on the ring (no system call).
+func (q *RxQueue) NumReceived() int { return q.gauge(q.s.NumReceived) }
+
+// NumFreeFrames is how many frames the pool holds.
+func (q *RxQueue) NumFreeFrames() int { return q.gauge(q.s.FreeRxFrames) }
+
+func (q *RxQueue) gauge(f func() int) int {
+	if q.closed.Load() {
+		return 0
+	}
+	return f()
+}
+
+// Stats returns the queue's counters, with the kernel's drops.
+func (q *RxQueue) Stats() (packetio.RxStats, error) {
+	if q.closed.Load() {
+		return packetio.RxStats{}, q.errorf(packetio.ErrClosed, "stats")
+	}
+	st, err := q.s.Stats()
+	if err != nil {
+		return packetio.RxStats{}, fmt.Errorf("afxdp %s rx %d: %w", q.d.name, q.index, err)
+	}
+	k := st.Kernel
+	return packetio.RxStats{
+		Packets:   st.Received,
+		Bytes:     st.RxBytes,
+		Filled:    st.Filled,
+		Batches:   st.RxBatches,
+		Polls:     st.Polls,
+		PoolEmpty: st.FillPoolEmpty,
+		Errors:    k.RxInvalidDescs,
+		Dropped:   k.RxDropped + k.RxRingFull,
+		Backend: map[string]uint64{
+			"rx_kicks":           st.RxKicks,
+			"rx_dropped":         k.RxDropped,
+			"rx_ring_full":       k.RxRingFull,
+			"rx_fill_ring_empty": k.RxFillRingEmpty,
+			"outstanding":        st.Filled - st.Received,
+			"pool_rejected":      st.Rejected,
+			"stamps_device":      st.StampsDevice,
+			"stamps_monotonic":   st.StampsMonotonic,
+			"unstamped":          st.Unstamped,
+		},
+	}, nil
+}
+
+// Close marks the queue closed; the socket closes with the device.
+func (q *RxQueue) Close() error {
+	q.closed.Store(true)
+	return nil
+}

@@ -1,0 +1,172 @@
+package afxdp
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp/xdp"
+)
+
+// compileSteering turns a filter into one match for the XDP program: the OR
+// of its rules, each rule the AND of its conditions. Nothing is widened: a
+// condition the program cannot test makes Open fail with ErrUnsupported.
+// local gives the interface's own addresses for the zero filter.
+func compileSteering(f packetio.SteeringFilter, local func() ([][6]byte, error)) (xdp.Match, error) {
+	if !f.Promiscuous && len(f.Match) == 0 {
+		macs, err := local()
+		if err != nil {
+			return xdp.Match{}, fmt.Errorf("steering: the zero filter means packets addressed to this interface, and its addresses cannot be read (%v): %w", err, packetio.ErrUnsupported)
+		}
+		ms := make([]xdp.Match, len(macs))
+		for i, m := range macs {
+			ms[i] = xdp.MatchDstMAC(m)
+		}
+		return xdp.MatchAny(ms...), nil
+	}
+	rules, err := f.Rules()
+	if err != nil {
+		return xdp.Match{}, err
+	}
+	if len(rules) == 1 && rules[0].Promiscuous {
+		return xdp.MatchAll(), nil
+	}
+	alts := make([]xdp.Match, 0, len(rules))
+	for _, r := range rules {
+		m, err := compileRule(r)
+		if err != nil {
+			return xdp.Match{}, err
+		}
+		alts = append(alts, m)
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return xdp.MatchAny(alts...), nil
+}
+
+// compileRule is one conjunction.
+func compileRule(r packetio.Rule) (xdp.Match, error) {
+	var conds []xdp.Match
+	if r.MACSet {
+		conds = append(conds, xdp.MatchDstMAC(r.MAC))
+	}
+	if r.VLANSet {
+		conds = append(conds, xdp.MatchVLAN(r.VLAN))
+	}
+	if r.EtherType != 0 {
+		conds = append(conds, xdp.MatchEtherType(r.EtherType))
+	}
+	if r.SrcPrefix.IsValid() && r.DstPrefix.IsValid() && r.SrcPrefix.Addr().Unmap().Is4() != r.DstPrefix.Addr().Unmap().Is4() {
+		return xdp.Match{}, fmt.Errorf("steering: rule %v asks for a source in %s and a destination in %s, of different families: no packet has both: %w",
+			ruleString(r), r.SrcPrefix, r.DstPrefix, packetio.ErrUnsupported)
+	}
+	if r.SrcPrefix.IsValid() {
+		conds = append(conds, xdp.PrefixMatch(r.SrcPrefix, true))
+	}
+	if r.DstPrefix.IsValid() {
+		conds = append(conds, xdp.PrefixMatch(r.DstPrefix, false))
+	}
+	ports := r.SrcPortSet || r.DstPortSet
+	if ports && (!r.IPProtoSet || (r.IPProto != packetio.IPProtoTCP && r.IPProto != packetio.IPProtoUDP)) {
+		return xdp.Match{}, fmt.Errorf("steering: rule %v: ports are matched for TCP and UDP only, not protocol %d: %w", ruleString(r), r.IPProto, packetio.ErrUnsupported)
+	}
+	switch {
+	case ports:
+		// The port matches test the protocol too, in both families.
+		if r.DstPortSet {
+			conds = append(conds, xdp.MatchL4Port(r.IPProto, false, r.DstPort))
+		}
+		if r.SrcPortSet {
+			conds = append(conds, xdp.MatchL4Port(r.IPProto, true, r.SrcPort))
+		}
+	case r.IPProtoSet:
+		conds = append(conds, xdp.MatchAny(xdp.MatchIPv4Proto(r.IPProto), xdp.MatchIPv6NextHeader(r.IPProto)))
+	}
+	if len(conds) == 0 {
+		return xdp.MatchAll(), nil
+	}
+	if len(conds) == 1 {
+		return conds[0], nil
+	}
+	return xdp.MatchAnd(conds...), nil
+}
+
+func ruleString(r packetio.Rule) string {
+	var parts []string
+	if r.MACSet {
+		parts = append(parts, net.HardwareAddr(r.MAC[:]).String())
+	}
+	if r.VLANSet {
+		parts = append(parts, fmt.Sprintf("vlan %d", r.VLAN))
+	}
+	if r.IPProtoSet {
+		parts = append(parts, fmt.Sprintf("proto %d", r.IPProto))
+	}
+	if r.SrcPrefix.IsValid() {
+		parts = append(parts, "from "+r.SrcPrefix.String())
+	}
+	if r.DstPrefix.IsValid() {
+		parts = append(parts, "to "+r.DstPrefix.String())
+	}
+	return "(" + strings.Join(parts, " and ") + ")"
+}
+
+// localMACs returns what the interface receives as its own: its address,
+// broadcast, and the multicast addresses it has joined (from
+// /proc/thread-self/net/dev_mcast, in the calling thread's namespace). The
+// multicast list is taken when Open runs; groups joined later are not
+// covered.
+func localMACs(ifname string) ([][6]byte, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, err
+	}
+	if len(ifi.HardwareAddr) != 6 {
+		return nil, fmt.Errorf("%s has no Ethernet address", ifname)
+	}
+	var own [6]byte
+	copy(own[:], ifi.HardwareAddr)
+	macs := [][6]byte{own, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	f, err := os.Open("/proc/thread-self/net/dev_mcast")
+	if err != nil {
+		return nil, fmt.Errorf("the multicast groups of %s: %w", ifname, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// index name refcount global address
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 5 || fields[1] != ifname {
+			continue
+		}
+		b, err := hex.DecodeString(fields[4])
+		if err != nil || len(b) != 6 {
+			return nil, fmt.Errorf("dev_mcast line %q: not a MAC", sc.Text())
+		}
+		var m [6]byte
+		copy(m[:], b)
+		macs = append(macs, m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("the multicast groups of %s: %w", ifname, err)
+	}
+	if len(macs) > 64 {
+		return nil, fmt.Errorf("%s has joined %d multicast groups, more than the 62 the filter takes", ifname, len(macs)-2)
+	}
+	return macs, nil
+}
+
+// SteeringMatch compiles a steering filter into the xdp.Match Open installs,
+// for testing it with xdp.MatchPacket or using it with the datapath
+// directly. The zero filter is refused here: it means the addresses of an
+// interface, which only Open knows.
+func SteeringMatch(f packetio.SteeringFilter) (xdp.Match, error) {
+	return compileSteering(f, func() ([][6]byte, error) {
+		return nil, fmt.Errorf("no interface to take addresses from")
+	})
+}
