@@ -128,9 +128,6 @@ func TestSweepTestpmdColumn(t *testing.T) {
 	before := links(t)
 	o := tiny(t.TempDir())
 	o.loops, o.testpmd, o.backends = []string{loopTx, loopRx}, "dpdk-testpmd", nil
-	// testpmd prints its counters once a second, and a loaded machine
-	// delays them: a window of one and a half seconds holds two of them.
-	o.window = 1500 * time.Millisecond
 	var stdout, stderr bytes.Buffer
 	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
 	t.Logf("stderr:\n%s", stderr.String())

@@ -277,8 +277,12 @@ func TestPmdParser(t *testing.T) {
 	if got, ok := p.rate(t0.Add(time.Second), t0.Add(2*time.Second), true); !ok || got != 1 {
 		t.Errorf("rx rate %v %v, want 1", got, ok)
 	}
-	if _, ok := p.rate(t0.Add(1500*time.Millisecond), t0.Add(2*time.Second), false); ok {
-		t.Error("a rate from one reading")
+	// A window between readings takes the readings around it.
+	if got, ok := p.rate(t0.Add(1500*time.Millisecond), t0.Add(1800*time.Millisecond), false); !ok || got != 2 {
+		t.Errorf("tx rate around a short window %v %v, want 2", got, ok)
+	}
+	if _, ok := p.rate(t0.Add(2500*time.Millisecond), t0.Add(4*time.Second), false); ok {
+		t.Error("a rate with no reading after the window")
 	}
 }
 

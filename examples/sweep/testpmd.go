@@ -115,23 +115,26 @@ func (p *pmdParser) line(s string, when time.Time) {
 	}
 }
 
-// rate is the packet rate, in Mpps, between the first reading at or after
-// from and the last at or before to (rx or tx counters).
+// rate is the packet rate, in Mpps, between the two readings that bracket
+// the window: the last at or before from (or the first after it) and the
+// first at or after to (rx or tx counters). testpmd prints once a second,
+// later when the machine is loaded, so the span can exceed the window; the
+// rate is over the span the counters cover, which is what they measure.
 func (p *pmdParser) rate(from, to time.Time, rx bool) (float64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var first, last *pmdStat
 	for i := range p.stats {
 		s := &p.stats[i]
-		if s.when.Before(from) || s.when.After(to) {
-			continue
-		}
-		if first == nil {
+		if !s.when.After(from) || first == nil {
 			first = s
 		}
-		last = s
+		if !s.when.Before(to) {
+			last = s
+			break
+		}
 	}
-	if first == nil || last == first {
+	if first == nil || last == nil || !last.when.After(first.when) {
 		return 0, false
 	}
 	a, b := first.tx, last.tx
@@ -252,7 +255,7 @@ func (e *env) startTestpmd(ctx context.Context, path, loop string, q int) (runni
 					return 0, ctx.Err()
 				}
 			}
-			m, ok := p.rate(from, to.Add(1100*time.Millisecond), loop == loopRx)
+			m, ok := p.rate(from, to, loop == loopRx)
 			if !ok {
 				return 0, fmt.Errorf("testpmd: fewer than two readings in the window")
 			}
