@@ -106,3 +106,13 @@ func sendTestFrames(t *testing.T, tx packetio.TxQueue, n int) int {
 	}
 	return sent
 }
+
+func TestConformanceMultiBuffer(t *testing.T) {
+	pair := netns.New(t, netns.WithMTU(9000))
+	conform.Run(t, opener(pair.A, afxdp.WithMultiBuffer()), conform.WithPeer(opener(pair.B, afxdp.WithMultiBuffer())))
+}
+
+func TestConformanceTxChecksumOffload(t *testing.T) {
+	pair := netns.New(t)
+	conform.Run(t, opener(pair.A, afxdp.WithTxChecksumOffload()), conform.WithPeer(opener(pair.B)))
+}

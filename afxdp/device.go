@@ -20,6 +20,7 @@ type Device struct {
 	rx     []*RxQueue
 	caps   packetio.Capabilities
 	stamps bool
+	txCsum bool // transmit queues honour checksum requests
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
@@ -74,6 +75,9 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 	if c.txOnly {
 		xo = append(xo, xdp.WithRingSizes(0, xdp.DefaultRingSize, 0, xdp.DefaultRingSize))
 	}
+	if c.txCsum {
+		xo = append(xo, xdp.WithTxMetadata())
+	}
 	if c.noAffinity {
 		xo = append(xo, xdp.WithoutAffinity())
 	} else if len(c.cpus) > 0 {
@@ -89,7 +93,16 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		fleet.Close()
 		return fail(err)
 	}
-	d := &Device{name: ifname, fleet: fleet, info: info, stamps: info.Timestamps != "off"}
+	d := &Device{name: ifname, fleet: fleet, info: info, stamps: info.Timestamps != "off", txCsum: c.txCsum}
+	if c.txCsum && info.ZeroCopy {
+		// In copy mode the kernel finishes the sum in software; a
+		// zero-copy driver must say it honours the request, or it sends
+		// the frame with the partial sum and no error anywhere.
+		if feat, ok := fleet.Features(); !ok || !feat.TxChecksum() {
+			fleet.Close()
+			return fail(fmt.Errorf("%w: WithTxChecksumOffload: the driver does not report transmit checksum offload for AF_XDP (netdev xsk-features)", packetio.ErrUnsupported))
+		}
+	}
 	var shared *region
 	if mem := fleet.Memory(); mem != nil {
 		shared = newRegion(mem, info.FrameSize)
@@ -118,6 +131,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		MultiBuffer:       info.MultiBuffer,
 		RSS:               len(d.rx) > 1,
 		RxTimestamps:      d.stamps && !c.txOnly,
+		TxChecksumOffload: c.txCsum,
 		BlockingPoll:      true,
 		SharedRegion:      shared != nil,
 		HandsBackFrames:   true,

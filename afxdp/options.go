@@ -24,6 +24,7 @@ type config struct {
 	frameSize   int
 	multiBuffer bool
 	txOnly      bool
+	txCsum      bool
 	cpus        []int
 	noAffinity  bool
 	xdp         []xdp.Option
@@ -46,6 +47,15 @@ func WithSteering(f packetio.SteeringFilter) Option {
 func WithTransmitOnly() Option {
 	return func(c *config) { c.txOnly, c.steeringSet = true, true }
 }
+
+// WithTxChecksumOffload reserves transmit metadata in front of every
+// transmit frame (16 bytes of struct xsk_tx_metadata), so that transmit
+// queues implement packetio.OffloadTransmitter for checksum completion:
+// the device finishes an L4 checksum from CsumStart (a copy-mode socket
+// does it in software). Capabilities().TxChecksumOffload says whether it
+// was granted: Open refuses it on a zero-copy driver that does not honour
+// the request. Segmentation (GSO) is refused.
+func WithTxChecksumOffload() Option { return func(c *config) { c.txCsum = true } }
 
 // WithQueues binds queues 0 to n-1, one transmit and one receive queue each
 // (default: every queue the interface has; traffic on an unbound queue goes

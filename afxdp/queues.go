@@ -23,7 +23,10 @@ type TxQueue struct {
 	closed atomic.Bool
 }
 
-var _ packetio.TxQueue = (*TxQueue)(nil)
+var (
+	_ packetio.TxQueue            = (*TxQueue)(nil)
+	_ packetio.OffloadTransmitter = (*TxQueue)(nil)
+)
 
 func (q *TxQueue) errorf(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("afxdp %s tx %d: %w: "+format, append([]any{q.d.name, q.index, sentinel}, args...)...)
@@ -57,6 +60,49 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 		return 0
 	}
 	return q.s.Transmit(descs)
+}
+
+// TransmitOffload is Transmit with a checksum request per packet: an
+// Offload with OffloadNeedsCsum asks the device to finish the L4 checksum
+// from CsumStart, stored CsumOff further on (the field must hold the
+// pseudo-header sum); a zero Offload is an ordinary frame. Segmentation is
+// refused with ErrUnsupported, an Offload that does not fit its packet
+// with ErrBadLength (nothing of the call is sent). Without
+// WithTxChecksumOffload it returns ErrUnsupported.
+func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
+	if q.closed.Load() {
+		return 0, q.errorf(packetio.ErrClosed, "transmit")
+	}
+	if !q.d.txCsum {
+		return 0, q.errorf(packetio.ErrUnsupported, "checksum offload needs WithTxChecksumOffload")
+	}
+	if len(offs) != len(descs) {
+		return 0, q.errorf(packetio.ErrBadLength, "%d offloads for %d descriptors", len(offs), len(descs))
+	}
+	first := true // the Offload of a chain rides its first descriptor
+	for i, o := range offs {
+		d := descs[i]
+		start := first
+		first = d.Options&packetio.OptContinued == 0
+		meta := q.s.TxMeta(d)
+		if meta == nil {
+			return 0, q.errorf(packetio.ErrBadLength, "descriptor %d at %#x has no metadata room in front of it", i, d.Addr)
+		}
+		if o == (packetio.Offload{}) || o.Flags&packetio.OffloadNeedsCsum == 0 && !o.Segmented() {
+			clear(meta) // no request (a received frame keeps its stamp there)
+			continue
+		}
+		switch {
+		case o.Segmented():
+			return 0, q.errorf(packetio.ErrUnsupported, "segmentation (GSO type %d): AF_XDP offloads checksums only", o.GSOType)
+		case !start:
+			return 0, q.errorf(packetio.ErrBadLength, "descriptor %d: an Offload on a chain's continuation", i)
+		case int(o.CsumStart)+int(o.CsumOff)+2 > int(d.Len):
+			return 0, q.errorf(packetio.ErrBadLength, "descriptor %d: checksum at %d+%d past its %d bytes", i, o.CsumStart, o.CsumOff, d.Len)
+		}
+		_ = xdp.TxMetadata{Flags: xdp.TxMetaChecksum, CsumStart: o.CsumStart, CsumOffset: o.CsumOff}.Put(meta)
+	}
+	return q.s.TransmitWithMetadata(descs), nil
 }
 
 // Err is nil while the queue is open.

@@ -28,6 +28,7 @@ type Fleet struct {
 	extra   uint64
 	info    Info
 	progCfg progConfig // what the attached program was built from
+	feat    devFeatures
 	tuning  hostTuning
 
 	closeMu sync.Mutex
@@ -39,6 +40,10 @@ type Fleet struct {
 // would then close and detach the program under live sockets (bound, and
 // silently receiving nothing).
 var openFleets sync.Map
+
+// testHookOpened, set by tests, runs when Open has done everything; an
+// error fails Open there, to prove the rollback of a complete bring-up.
+var testHookOpened func(*Fleet) error
 
 // bindGroup is one way of attaching the program, with the bind flags to
 // try under it, best first.
@@ -148,9 +153,13 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	f.info.Filter = filterDesc(c.matches, c.except, mgmt)
 
 	feat := queryFeatures(f.ifindex)
+	f.feat = feat
 	f.info.Features = feat.String()
 	kf, kfErr := lookupKfuncs()
 
+	if err := f.tuneBeforeAttach(c, nq); err != nil {
+		return nil, err
+	}
 	var tried []string
 	for _, grp := range modeGroups(c.mode, feat.zeroCopyPossible()) {
 		pc := progConfig{matches: c.matches, except: except, frags: c.multiBuf, tail: tailRedirect, kfuncs: kf}
@@ -176,6 +185,11 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 			f.fillInfo(c, f.progCfg, grp)
 			if err := f.tune(c, grp); err != nil {
 				return nil, err
+			}
+			if testHookOpened != nil {
+				if err := testHookOpened(f); err != nil {
+					return nil, err
+				}
 			}
 			return f, nil
 		}
@@ -357,6 +371,10 @@ func attachMode(ifindex int) string {
 	}
 	return "unknown"
 }
+
+// Features returns what the kernel reported of the device when Open ran,
+// and false when it could not be asked (a kernel before 6.3).
+func (f *Fleet) Features() (XSKFeatures, bool) { return f.feat.Features, f.feat.known }
 
 // Sockets returns the sockets, indexed by queue.
 func (f *Fleet) Sockets() []*Socket { return f.sockets }

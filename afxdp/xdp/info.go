@@ -141,6 +141,7 @@ func (f *Fleet) Info() (Info, error) {
 	in := f.info
 	in.Tuning = f.tuning.changes()
 	in.Affinity = f.tuning.affinityDesc()
+	in.Decisions = append(append([]string(nil), in.Decisions...), f.tuning.notes...)
 	return in, nil
 }
 

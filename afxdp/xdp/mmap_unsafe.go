@@ -44,3 +44,16 @@ var (
 	_ [8]byte  = [unsafe.Sizeof(uint64(0))]byte{}
 	_ [16]byte = [unsafe.Sizeof(unix.XDPDesc{})]byte{}
 )
+
+// offsetIn returns where b starts inside mem, when it does.
+func offsetIn(mem, b []byte) (uint64, bool) {
+	if len(mem) == 0 || cap(b) == 0 {
+		return 0, false
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if p < base || p >= base+uintptr(len(mem)) {
+		return 0, false
+	}
+	return uint64(p - base), true
+}

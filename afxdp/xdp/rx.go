@@ -112,6 +112,7 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 		return 0, s.closedErr("poll")
 	}
 	defer s.exit()
+	s.maybePin()
 	if n := s.rx.ready(); n > 0 {
 		return int(n), nil
 	}
@@ -163,6 +164,7 @@ func (s *Socket) Receive(max int) []Desc {
 }
 
 func (s *Socket) receive(max int) []Desc {
+	s.maybePin()
 	n := s.rx.avail(uint32(min(max, cap(s.rxDescs))))
 	s.rxDescs = s.rxDescs[:n]
 	var bytes uint64
@@ -285,6 +287,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 		return nil, nil, false
 	}
 	defer s.exit()
+	s.maybePin()
 	avail := s.rx.avail(uint32(min(max, cap(s.rxDescs))))
 	s.rxDescs, s.rxStamp = s.rxDescs[:0], s.rxStamp[:0]
 	var dev, mono, bytes uint64

@@ -60,6 +60,8 @@ type Socket struct {
 	onForeign      func(addr uint64)
 	txBudget       int // descriptors one kick moves in copy mode
 	kickRetryBound int
+	pinCPU         int         // the CPU the driving goroutine is placed on, -1 for none
+	pinned         atomic.Bool // placement done (or declined)
 
 	fill prodRing[uint64]
 	comp consRing[uint64]
@@ -104,6 +106,7 @@ type counters struct {
 	sendReq, sendGot                            atomic.Uint64
 	inflightHigh                                atomic.Uint64
 	compBatches                                 atomic.Uint64
+	pinRefused                                  atomic.Uint64
 }
 
 // socketSpec is what openSocket builds.
@@ -149,7 +152,7 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 	s = &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, queue: sp.queue, frameSize: g.frameSize,
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
 		multiBuffer: c.multiBuf, stamps: c.stamps, txMeta: c.txMeta, reuseRx: c.reuseRx,
-		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0}
+		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1}
 	fail := func(step string, e error) (*Socket, error) {
 		s.teardown()
 		return nil, fmt.Errorf("queue %d: %s: %w", sp.queue, step, e)

@@ -48,6 +48,9 @@ type Stats struct {
 	// what it got frames for; InflightHigh the most frames the kernel
 	// held at once.
 	SendRequested, SendAllocated, InflightHigh uint64
+	// PinRefused counts placements the kernel refused (a cpuset that
+	// excludes the CPU): the worker was left where it was.
+	PinRefused uint64
 	// Kernel is what the kernel counts (XDP_STATISTICS).
 	Kernel KernelStats
 }
@@ -111,7 +114,7 @@ func (s *Socket) Stats() (Stats, error) {
 		RingFull: c.ringFull.Load(), PoolEmpty: c.poolEmpty.Load(), FillPoolEmpty: c.fillPoolEmpty.Load(),
 		Rejected: c.rejected.Load(), Foreign: c.foreign.Load(),
 		StampsDevice: c.stampsDevice.Load(), StampsMonotonic: c.stampsMonotonic.Load(), Unstamped: c.unstamped.Load(),
-		SendRequested: c.sendReq.Load(), SendAllocated: c.sendGot.Load(), InflightHigh: c.inflightHigh.Load(),
+		SendRequested: c.sendReq.Load(), SendAllocated: c.sendGot.Load(), InflightHigh: c.inflightHigh.Load(), PinRefused: c.pinRefused.Load(),
 	}
 	k, err := kernelStatistics(s.fd)
 	if err != nil {

@@ -34,6 +34,11 @@ func (s *Socket) alloc(n int) []Desc {
 	}
 	s.txAddrs = s.txPool.Pop(int(k), s.txAddrs[:0])
 	for _, a := range s.txAddrs {
+		if s.txMeta {
+			// A frame asks nothing until its builder says so: no
+			// stale request from its last use.
+			clear(s.umem.mem[a : a+TxMetadataLen])
+		}
 		s.txDescs = append(s.txDescs, Desc{Addr: a + s.txHeadroom})
 	}
 	return s.txDescs
@@ -75,7 +80,21 @@ func (s *Socket) Transmit(descs []Desc) int {
 		return 0
 	}
 	defer s.exit()
-	return s.transmit(descs, true)
+	return s.transmit(descs, true, false)
+}
+
+// TransmitWithMetadata is Transmit that marks every descriptor as carrying
+// transmit metadata (WithTxMetadata), including frames that did not come
+// from Alloc (received or shared ones): the caller wrote, or cleared, the
+// TxMetadataLen bytes in front of each. Transmit marks only the socket's
+// own transmit frames, whose metadata Alloc cleared, because the bytes in
+// front of a received frame hold its arrival stamp.
+func (s *Socket) TransmitWithMetadata(descs []Desc) int {
+	if len(descs) == 0 || s.tx.ents == nil || !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.transmit(descs, true, true)
 }
 
 // TransmitNoKick is Transmit without the kick: queue several batches, then
@@ -85,7 +104,7 @@ func (s *Socket) TransmitNoKick(descs []Desc) int {
 		return 0
 	}
 	defer s.exit()
-	return s.transmit(descs, false)
+	return s.transmit(descs, false, false)
 }
 
 // validTx reports whether d names 1+ bytes inside one frame, leaving the
@@ -95,7 +114,8 @@ func (s *Socket) validTx(d Desc) bool {
 	return d.Addr < uint64(len(s.umem.mem)) && d.Len != 0 && uint64(d.Len) <= uint64(s.frameSize)-off && off >= s.txHeadroom
 }
 
-func (s *Socket) transmit(descs []Desc, kickIt bool) int {
+func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
+	s.maybePin()
 	want := uint32(min(len(descs), int(s.tx.size)))
 	free := s.tx.free(want)
 	n := int(min(want, free))
@@ -134,14 +154,13 @@ func (s *Socket) transmit(descs []Desc, kickIt bool) int {
 	if n == 0 {
 		return 0
 	}
-	var opt uint32
-	if s.txMeta {
-		opt = unix.XDP_TX_METADATA
-	}
 	var bytes uint64
 	for i := range n {
 		d := descs[i]
-		o := opt
+		var o uint32
+		if s.txMeta && (allMeta || s.txPool.Owns(s.umem.base(d.Addr))) {
+			o = unix.XDP_TX_METADATA
+		}
 		if s.multiBuffer {
 			o |= d.Options & unix.XDP_PKT_CONTD
 		}
@@ -413,7 +432,7 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 	if n == 0 {
 		return 0, nil
 	}
-	sent := s.transmit(descs[:n], kickIt)
+	sent := s.transmit(descs[:n], kickIt, false)
 	if sent < n {
 		s.free(descs[sent:n])
 	}
@@ -483,7 +502,7 @@ func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
 			k++
 		}
 	}
-	sent := s.transmit(descs[:k], true)
+	sent := s.transmit(descs[:k], true, false)
 	if sent < k {
 		s.free(descs[sent:k])
 	}
