@@ -25,13 +25,17 @@ func benchFrame() []byte {
 
 var benchSteer = afxdp.WithSteering(testFilter)
 
+// benchPlace keeps the measured worker on CPU 1, the feeder (and the
+// kernel's half of receiving) on CPU 0.
+var benchPlace = afxdp.WithAffinity(1)
+
 // feeder floods the device's end from the other namespace, from inside
 // the kernel, until the benchmark ends.
 func feeder(b *testing.B, h *netns.Host) {
 	b.Helper()
 	var g *trafficgen.Generator
 	if err := h.Do(func() (err error) {
-		g, err = trafficgen.New(h.Link, benchFrame())
+		g, err = trafficgen.New(h.Link, benchFrame(), trafficgen.WithCPU(0))
 		return err
 	}); err != nil {
 		b.Fatal(err)
@@ -55,7 +59,7 @@ func mpps(b *testing.B, n int, start time.Time) {
 func BenchmarkTransmit(b *testing.B) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	tx := openOn(b, p.A, afxdp.WithTransmitOnly(), afxdp.WithXDP(xdp.WithDriverMode())).TxQueue(0)
+	tx := openOn(b, p.A, afxdp.WithTransmitOnly(), benchPlace, afxdp.WithXDP(xdp.WithDriverMode())).TxQueue(0)
 	frame := benchFrame()
 	build := func(i int, f []byte) int { return copy(f, frame) }
 	b.ReportAllocs()
@@ -76,10 +80,16 @@ func BenchmarkTransmit(b *testing.B) {
 	mpps(b, sent, start)
 }
 
-func BenchmarkReceive(b *testing.B) {
+func BenchmarkReceive(b *testing.B) { benchReceive(b) }
+
+// BenchmarkReceiveUnstamped is BenchmarkReceive with WithoutTimestamps: the
+// program does not stamp, as afxdp/xdp's BenchmarkReceive/native.
+func BenchmarkReceiveUnstamped(b *testing.B) { benchReceive(b, afxdp.WithoutTimestamps()) }
+
+func benchReceive(b *testing.B, opts ...afxdp.Option) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	rx := openOn(b, p.B, benchSteer, afxdp.WithXDP(xdp.WithDriverMode())).RxQueue(0)
+	rx := openOn(b, p.B, append([]afxdp.Option{benchSteer, benchPlace, afxdp.WithXDP(xdp.WithDriverMode())}, opts...)...).RxQueue(0)
 	feeder(b, p.A)
 	rx.Fill(rx.NumFreeFillSlots())
 	b.ReportAllocs()
@@ -104,7 +114,7 @@ func BenchmarkReceive(b *testing.B) {
 func BenchmarkForward(b *testing.B) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	d := openOn(b, p.B, benchSteer, afxdp.WithXDP(xdp.WithDriverMode()))
+	d := openOn(b, p.B, benchSteer, benchPlace, afxdp.WithXDP(xdp.WithDriverMode()))
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
 	feeder(b, p.A)
 	rx.Fill(rx.NumFreeFillSlots())

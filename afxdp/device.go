@@ -56,9 +56,11 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 	}
 	xo := []xdp.Option{
 		xdp.WithNeedWakeup(),
-		xdp.WithRxTimestamps(),
 		xdp.WithPreferSharedMemory(),
 		xdp.WithFilter(match),
+	}
+	if !c.noStamps && !c.txOnly {
+		xo = append(xo, xdp.WithRxTimestamps())
 	}
 	if c.queues > 0 {
 		xo = append(xo, xdp.WithQueues(c.queues))

@@ -25,6 +25,7 @@ type config struct {
 	multiBuffer bool
 	txOnly      bool
 	txCsum      bool
+	noStamps    bool
 	cpus        []int
 	noAffinity  bool
 	xdp         []xdp.Option
@@ -56,6 +57,12 @@ func WithTransmitOnly() Option {
 // was granted: Open refuses it on a zero-copy driver that does not honour
 // the request. Segmentation (GSO) is refused.
 func WithTxChecksumOffload() Option { return func(c *config) { c.txCsum = true } }
+
+// WithoutTimestamps leaves arrival stamps out: the XDP program does less
+// per packet (in softirq, where the kernel's half of AF_XDP runs), receive
+// queues return nil from ReceiveTimestamps and Capabilities().RxTimestamps
+// is false.
+func WithoutTimestamps() Option { return func(c *config) { c.noStamps = true } }
 
 // WithQueues binds queues 0 to n-1, one transmit and one receive queue each
 // (default: every queue the interface has; traffic on an unbound queue goes

@@ -167,7 +167,9 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 			pc.stamp = stampMonotonic
 		}
 		devBound := grp.native && kfErr == nil
-		if devBound && c.stamps && feat.rxTimestamp() && kf.timestamp != 0 {
+		// veth's timestamp kfunc hands back the skb's hardware stamp,
+		// which no veth has: asking costs a call per packet for a zero.
+		if devBound && c.stamps && feat.rxTimestamp() && kf.timestamp != 0 && f.info.Driver != "veth" {
 			pc.stamp = stampDevice
 		}
 		if devBound && needsVLAN(c.matches, except) && feat.rxVLANTag() && kf.vlanTag != 0 {

@@ -250,7 +250,7 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 		// kernel refuses any other flag.
 		sa.Flags, sa.SharedUmemFD = unix.XDP_SHARED_UMEM, uint32(sp.shareFD)
 	}
-	if err := unix.Bind(s.fd, sa); err != nil {
+	if err := bindRetry(s.fd, sa); err != nil {
 		return fail(fmt.Sprintf("bind (flags %#x)", sa.Flags), err)
 	}
 	if v, err := unix.GetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
@@ -277,6 +277,25 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 	}
 	s.kickRetryBound = g.tx/s.txBudget + 8
 	return s, nil
+}
+
+// bindBusyWait bounds how long bind waits for a queue a closed socket
+// still holds.
+const bindBusyWait = time.Second
+
+// bindRetry binds, waiting out EBUSY for a moment: the kernel releases a
+// closed socket's hold on its queue from a deferred work item, so a socket
+// opened right after another on the same queue can find it still taken.
+// A queue that stays busy (another live socket has it) is an error.
+func bindRetry(fd int, sa *unix.SockaddrXDP) error {
+	deadline := time.Now().Add(bindBusyWait)
+	for {
+		err := unix.Bind(fd, sa)
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // mapRings maps the rings the socket has.

@@ -11,6 +11,9 @@
 #       blocking in poll and busy-polling. Every receiver gets the same
 #       feeder, and each attaches a native XDP program, which the feeder's
 #       XDP_TX needs on a veth peer.
+# Every measured loop runs on CPU 1 (testpmd's forwarding lcore, our
+# worker through WithAffinity); the feeder, and with it the kernel's half
+# of receiving, runs on CPU 0.
 set -euo pipefail
 RUNS=${1:-3}
 SECS=${2:-6}
@@ -92,7 +95,7 @@ for run in $(seq "$RUNS"); do
 	T_PIO+=("$(bench "$NA" "$VA" Transmit "$SECS"s)")
 
 	# testpmd attaches first; the feeder starts once its program is on.
-	testpmd "$NB" "$VB" rxonly 1 0 $((SECS + 3)) >"$WORK/rx" &
+	testpmd "$NB" "$VB" rxonly 0 1 $((SECS + 3)) >"$WORK/rx" &
 	PIDS+=($!)
 	rxpid=$!
 	feed 2 $((SECS * 3))

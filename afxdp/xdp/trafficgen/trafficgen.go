@@ -56,6 +56,7 @@ type Generator struct {
 	ifname  string
 	frame   []byte
 	netns   *os.File // the namespace of the thread that called New
+	cpu     int      // the CPU to pin the worker to, -1 for none
 
 	mu     sync.Mutex
 	work   chan uint32 // to the worker thread
@@ -68,6 +69,7 @@ type Generator struct {
 type Option func(*config)
 
 type config struct {
+	cpu            int // 1+ the CPU to run on; 0 for anywhere
 	flowOff, flows int
 	flowBase       uint16 // the counter's value in the frame given to New
 }
@@ -79,6 +81,12 @@ type config struct {
 // rewritten in place by the program, so each page of the kernel's pool
 // advances on its own.
 func WithFlows(off, flows int) Option { return func(c *config) { c.flowOff, c.flows = off, flows } }
+
+// WithCPU runs the generator on one CPU (its thread is pinned there), so a
+// benchmark can keep the feeder off the receiver's core. The kernel's half of
+// the receive (the peer's XDP program, the copy into its frames) then runs
+// there too, in softirq after each batch.
+func WithCPU(cpu int) Option { return func(c *config) { c.cpu = cpu + 1 } }
 
 // New loads the generator's program for frame (an Ethernet frame of 14 to
 // 3500 bytes) on the interface named ifname, in the calling thread's network
@@ -121,7 +129,7 @@ func New(ifname string, frame []byte, opts ...Option) (g *Generator, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("trafficgen: load the program (needs root): %w", err)
 	}
-	return &Generator{prog: prog, ifindex: ifi.Index, ifname: ifname, frame: append([]byte(nil), frame...), netns: ns}, nil
+	return &Generator{prog: prog, ifindex: ifi.Index, ifname: ifname, frame: append([]byte(nil), frame...), netns: ns, cpu: c.cpu - 1}, nil
 }
 
 // program returns XDP_TX, after advancing the flow counter when asked.
@@ -185,6 +193,14 @@ func (g *Generator) startWorker() error {
 		if e := unix.Setns(int(g.netns.Fd()), unix.CLONE_NEWNET); e != nil {
 			ready <- fmt.Errorf("trafficgen: enter the namespace: %w", e)
 			return
+		}
+		if g.cpu >= 0 {
+			var set unix.CPUSet
+			set.Set(g.cpu)
+			if e := unix.SchedSetaffinity(0, &set); e != nil {
+				ready <- fmt.Errorf("trafficgen: pin to CPU %d: %w", g.cpu, e)
+				return
+			}
 		}
 		ready <- nil
 		for n := range g.work {
