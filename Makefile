@@ -6,9 +6,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DEBS        := libdpdk-dev libibverbs-dev libpcap-dev pkg-config ethtool dpdk-dev
 REQUIRED    := PACKETIO_CONFORM_REQUIRED=1
 
-.PHONY: test deps lint unit checked tagged netstack hello
+.PHONY: test deps lint unit checked tagged netstack fuzz hello
 
-test: deps lint unit checked tagged netstack
+test: deps lint unit checked tagged netstack fuzz
 
 # Debian packages the cgo backends build against. Installed only if missing.
 deps:
@@ -25,17 +25,22 @@ lint:
 	$(GO) vet -tags dpdk ./...
 	$(GO) vet -tags mlx5 ./...
 	$(GO) vet -tags packetio_checked ./...
+	$(GO) vet -tags pcap ./...
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags pcap ./...
 	$(GO) run $(STATICCHECK) -tags dpdk ./...
 	$(GO) run $(STATICCHECK) -tags mlx5 ./...
 
-# Every package under the race detector, skips turned into failures.
+# Every package under the race detector, skips turned into failures. The
+# pcap tag builds the comparison of pcapfilter with libpcap (cgo, tests
+# only: the packages themselves stay pure Go, which the last line proves).
 unit:
-	$(REQUIRED) $(GO) test -race -count=1 ./...
+	$(REQUIRED) $(GO) test -race -tags pcap -count=1 ./...
+	CGO_ENABLED=0 $(GO) build ./afxdp/... ./afpacket/... ./pipe/...
 
 # The pool's double-return detection and everything that rests on it.
 checked:
-	$(REQUIRED) $(GO) test -tags packetio_checked -count=1 ./...
+	$(REQUIRED) $(GO) test -tags 'packetio_checked pcap' -count=1 ./...
 
 # The cgo backends, built and tested behind their tags.
 tagged:
@@ -55,6 +60,17 @@ netstack:
 	cd netstack && $(REQUIRED) $(GO) test -race -count=1 ./...
 	cd netstack && $(REQUIRED) $(GO) test -tags packetio_checked -count=1 ./...
 	cd netstack && $(REQUIRED) $(GO) test -tags dpdk -count=1 -run Veth ./...
+
+# Bounded fuzz runs of the compilers, beyond their seed corpora (which the
+# unit runs cover). Every input of a BPF-loading target loads a program:
+# one worker (-parallel 1) and a paced load rate, because a flood of
+# program loads and frees once deadlocked this kernel's BPF allocator.
+FUZZTIME ?= 30s
+fuzz:
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzSteering$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/xdp/bpfmatch/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/xdp/pcapfilter/
+	$(REQUIRED) $(GO) test -tags pcap -run XXX -fuzz '^FuzzLibpcap$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/xdp/pcapfilter/
 
 hello:
 	$(GO) run ./examples/hello

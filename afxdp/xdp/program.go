@@ -31,7 +31,7 @@ const (
 	labelDeliver    = "deliver"
 	programName     = "xsk_filter"
 	programLicense  = "Dual BSD/GPL" // the metadata kfuncs need a GPL-compatible program
-	maxProgramInsns = 1 << 20
+	maxProgramInsns = 1<<15 - 1      // jump offsets are 16 bits: a longer program could not reach its tails
 )
 
 // Clock values in the metadata in front of a stamped frame.
