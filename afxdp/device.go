@@ -47,7 +47,11 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 			"name what you want with WithSteering, or take everything on purpose with WithSteering(packetio.SteeringFilter{Promiscuous: true})", packetio.ErrUnsupported))
 	}
 	match := xdp.MatchNone()
-	if !c.txOnly {
+	switch {
+	case c.txOnly:
+	case c.match != nil:
+		match = *c.match
+	default:
 		m, err := compileSteering(c.steering, func() ([][6]byte, error) { return localMACs(ifname) })
 		if err != nil {
 			return fail(err)

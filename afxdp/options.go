@@ -25,6 +25,7 @@ type config struct {
 	multiBuffer bool
 	txOnly      bool
 	txCsum      bool
+	match       *xdp.Match
 	noStamps    bool
 	cpus        []int
 	noAffinity  bool
@@ -39,6 +40,15 @@ type config struct {
 // broadcast, and the multicast groups it has joined when Open runs).
 func WithSteering(f packetio.SteeringFilter) Option {
 	return func(c *config) { c.steering, c.steeringSet = f, true }
+}
+
+// WithMatch steers with an afxdp/xdp match instead of a SteeringFilter: a
+// tcpdump expression (pcapfilter.Match), a classic BPF program
+// (bpfmatch.Match), a custom block (xdp.NewMatch), or any combination
+// (xdp.MatchAnd, xdp.MatchAny). It stands in for WithSteering and takes
+// exactly what the match names.
+func WithMatch(m xdp.Match) Option {
+	return func(c *config) { c.match, c.steeringSet = &m, true }
 }
 
 // WithTransmitOnly opens a device with transmit queues only: the XDP

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -61,9 +62,8 @@ func compileRule(r packetio.Rule) (xdp.Match, error) {
 	if r.EtherType != 0 {
 		conds = append(conds, xdp.MatchEtherType(r.EtherType))
 	}
-	if r.SrcPrefix.IsValid() && r.DstPrefix.IsValid() && r.SrcPrefix.Addr().Unmap().Is4() != r.DstPrefix.Addr().Unmap().Is4() {
-		return xdp.Match{}, fmt.Errorf("steering: rule %v asks for a source in %s and a destination in %s, of different families: no packet has both: %w",
-			ruleString(r), r.SrcPrefix, r.DstPrefix, packetio.ErrUnsupported)
+	if err := contradiction(r); err != nil {
+		return xdp.Match{}, err
 	}
 	if r.SrcPrefix.IsValid() {
 		conds = append(conds, xdp.PrefixMatch(r.SrcPrefix, true))
@@ -96,6 +96,45 @@ func compileRule(r packetio.Rule) (xdp.Match, error) {
 	return xdp.MatchAnd(conds...), nil
 }
 
+// contradiction refuses a rule no packet can match: conditions of two
+// families, or IP conditions on a frame whose EtherType is not IP. Such a
+// filter would install a program that takes nothing, silently.
+func contradiction(r packetio.Rule) error {
+	family := 0 // 4, 6, or -1 for not IP
+	need := func(f int, what string) error {
+		if family != 0 && family != f {
+			return fmt.Errorf("steering: rule %v: %s contradicts the rest of the rule: no packet can match it: %w", ruleString(r), what, packetio.ErrUnsupported)
+		}
+		family = f
+		return nil
+	}
+	switch r.EtherType {
+	case 0:
+	case 0x0800:
+		family = 4
+	case 0x86dd:
+		family = 6
+	default:
+		family = -1
+	}
+	for _, p := range []netip.Prefix{r.SrcPrefix, r.DstPrefix} {
+		if !p.IsValid() {
+			continue
+		}
+		f := 6
+		if p.Addr().Unmap().Is4() {
+			f = 4
+		}
+		if err := need(f, "prefix "+p.String()); err != nil {
+			return err
+		}
+	}
+	if (r.IPProtoSet || r.SrcPortSet || r.DstPortSet) && family == -1 {
+		return fmt.Errorf("steering: rule %v: an IP protocol or port on EtherType %#04x, which is not IP: no packet can match it: %w", ruleString(r), r.EtherType, packetio.ErrUnsupported)
+	}
+	return nil
+}
+
 func ruleString(r packetio.Rule) string {
 	var parts []string
 	if r.MACSet {
@@ -103,6 +142,9 @@ func ruleString(r packetio.Rule) string {
 	}
 	if r.VLANSet {
 		parts = append(parts, fmt.Sprintf("vlan %d", r.VLAN))
+	}
+	if r.EtherType != 0 {
+		parts = append(parts, fmt.Sprintf("ethertype %#04x", r.EtherType))
 	}
 	if r.IPProtoSet {
 		parts = append(parts, fmt.Sprintf("proto %d", r.IPProto))
@@ -112,6 +154,12 @@ func ruleString(r packetio.Rule) string {
 	}
 	if r.DstPrefix.IsValid() {
 		parts = append(parts, "to "+r.DstPrefix.String())
+	}
+	if r.SrcPortSet {
+		parts = append(parts, fmt.Sprintf("src port %d", r.SrcPort))
+	}
+	if r.DstPortSet {
+		parts = append(parts, fmt.Sprintf("port %d", r.DstPort))
 	}
 	return "(" + strings.Join(parts, " and ") + ")"
 }

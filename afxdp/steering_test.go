@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/afxdp/xdp/pcapfilter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/testframe"
@@ -244,6 +246,9 @@ func TestSteeringRefusals(t *testing.T) {
 		{"port of another protocol", packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchIPProto(132), {Kind: packetio.MatchKindDstPort, IPProto: 132, Port: 9}}}},
 		{"families that cannot meet", packetio.SteeringFilter{Match: []packetio.Match{
 			packetio.MatchSrcIP(netip.MustParsePrefix("10.0.0.0/8")), packetio.MatchDstIP(netip.MustParsePrefix("2001:db8::/32"))}}},
+		{"an IPv6 EtherType with an IPv4 prefix", packetio.SteeringFilter{Match: []packetio.Match{
+			packetio.MatchEtherType(0x86dd), packetio.MatchSrcIP(netip.MustParsePrefix("10.0.0.0/8"))}}},
+		{"ARP with a port", packetio.SteeringFilter{Match: append([]packetio.Match{packetio.MatchEtherType(0x0806)}, packetio.MatchDstPort(packetio.IPProtoUDP, 53)...)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := afxdp.Open("lo", afxdp.WithSteering(c.f))
@@ -282,5 +287,45 @@ func TestSteeringMatchesThroughMatchPacket(t *testing.T) {
 		if err != nil || got != v.want {
 			t.Errorf("%+v: matched %v (%v), want %v", v.p, got, err, v.want)
 		}
+	}
+}
+
+// TestWithMatch: a device steered by a tcpdump expression (WithMatch) takes
+// what the expression names.
+func TestWithMatch(t *testing.T) {
+	testenv.NeedBPF(t)
+	p := netns.New(t)
+	d := openOn(t, p.B, afxdp.WithMatch(pcapfilter.Match("ether proto 0x88b5 and ether[14] < 8")), afxdp.WithFrames(512))
+	src := openOn(t, p.A, afxdp.WithTransmitOnly(), afxdp.WithFrames(512))
+	rx := d.RxQueue(0)
+	rx.Fill(rx.NumFreeFillSlots())
+	sent := sendTestFrames(t, src.TxQueue(0), 16) // byte 14 counts 0..15
+	got := map[byte]bool{}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && len(got) < 8 {
+		if _, err := rx.Poll(10 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		descs := rx.Receive(64)
+		for _, desc := range descs {
+			got[rx.Region().Frame(desc)[14]] = true
+		}
+		rx.Recycle(descs)
+		rx.Fill(rx.NumFreeFillSlots())
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, desc := range rx.Receive(64) {
+		got[rx.Region().Frame(desc)[14]] = true
+	}
+	if sent != 16 || len(got) != 8 {
+		t.Fatalf("sent %d, received %v: want exactly bytes 0-7", sent, got)
+	}
+	for b := range got {
+		if b >= 8 {
+			t.Fatalf("frame %d does not match the expression and arrived", b)
+		}
+	}
+	if !strings.Contains(d.Info().Filter, "ether proto") {
+		t.Errorf("Info filter %q", d.Info().Filter)
 	}
 }

@@ -159,7 +159,10 @@ func (e MatchEnv) FrameBase() (asm.Instructions, asm.Register) {
 
 // Bounds returns the check that n bytes from base lie inside the packet's
 // first buffer, jumping to Next when they do not. Every packet load needs one
-// covering it, or the verifier refuses the program. It uses R0.
+// covering it, or the verifier refuses the program. It writes R0 and nothing
+// else: base, and a packet pointer a block computed into it, survive, which
+// is what lets a block check from a pointer it moved (past an IPv4 header of
+// variable length, say).
 func (e MatchEnv) Bounds(base asm.Register, n int) asm.Instructions {
 	return boundsTo(base, n, e.Next)
 }
@@ -202,8 +205,13 @@ func NetShort(v uint16) int32 {
 	return int32(binary.NativeEndian.Uint16(b[:]))
 }
 
-// netWord converts a 32-bit network-order field value into what a 32-bit
-// load produces, for a 32-bit compare (Imm32).
+// NetWord converts a 32-bit network-order field value into what a 32-bit
+// load (asm.Word) produces on this host, for a 32-bit compare: compare it
+// with JEq.Imm32 or JNE.Imm32, because a 64-bit compare sign-extends an
+// immediate with its top bit set and never equals the zero-extended load.
+func NetWord(v uint32) int32 { return netWord(v) }
+
+// netWord is NetWord.
 func netWord(v uint32) int32 {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], v)

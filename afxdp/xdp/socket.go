@@ -372,6 +372,11 @@ func (s *Socket) MaxPacket() int {
 	return s.frameSize - RxHeadroom
 }
 
+// Writable returns the bytes from d.Addr to the end of its frame, whatever
+// d.Len says, or nil outside the UMEM: room to grow a packet in place (a
+// reply longer than the request).
+func (s *Socket) Writable(d Desc) []byte { return s.umem.rest(d.Addr) }
+
 // GetFrame returns the d.Len bytes at d.Addr when they lie inside one
 // frame of the UMEM, else nil.
 func (s *Socket) GetFrame(d Desc) []byte { return s.umem.span(d.Addr, d.Len) }
