@@ -1,8 +1,12 @@
 // Command info opens a device and prints what it is: the backend's
-// capabilities, the queues and frame region it got, and its counters. It
-// transmits nothing.
+// capabilities, the queues and frame region it got, and its counters, and
+// on afxdp what the datapath decided (mode, zero-copy, filter, stamp
+// clock, host tuning). It transmits nothing, and on a backend that steers
+// it takes nothing from the kernel: its filter names an EtherType nobody
+// sends.
 //
 //	sudo go run ./examples/info
+//	sudo go run ./examples/info -backend afxdp -queues 2
 //	sudo go run ./examples/info -i veth0 -queues 2
 package main
 
@@ -11,12 +15,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/testbed"
 )
+
+// unused is the EtherType info's filter names on a backend that steers: the
+// second IEEE 802 local experimental one, which nothing here sends, so
+// opening receive queues takes nothing away from the kernel.
+const unused = 0x88b6
 
 func main() {
 	b := flag.String("backend", "afpacket", "backend: "+fmt.Sprint(backend.Names()))
@@ -38,13 +49,14 @@ func main() {
 }
 
 func run(b, iface string, queues int, out io.Writer) error {
-	bed, err := testbed.Setup(iface, out)
+	bed, err := testbed.Setup(iface, out, testbed.WithQueues(queues))
 	if err != nil {
 		return err
 	}
 	defer bed.Close()
+	steer := backend.Steering(b, packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(unused)}})
 	d, err := bed.Open(func(name string) (packetio.Device, error) {
-		return backend.Open(b, name, backend.Config{TxQueues: queues, RxQueues: queues})
+		return backend.Open(b, name, backend.Config{TxQueues: queues, RxQueues: queues, Steering: steer})
 	})
 	if err != nil {
 		return err
@@ -78,6 +90,12 @@ func run(b, iface string, queues int, out io.Writer) error {
 	row("receive checksum flags", yes(c.RxChecksumFlags))
 	row("gather transmit", yes(c.GatherTx))
 	row("receive timestamps", yes(c.RxTimestamps))
+	if backend.Steers(b) {
+		row("steering", steer.String()+" (nothing here sends it: info takes nothing from the kernel)")
+	}
+	if x, ok := d.(*afxdp.Device); ok {
+		xdpRows(row, x)
+	}
 	for i := 0; i < d.NumTxQueues(); i++ {
 		q := d.TxQueue(i)
 		row(fmt.Sprintf("tx %d", i), fmt.Sprintf("%d free frames, %d free slots", q.NumFreeFrames(), q.NumFreeSlots()))
@@ -91,4 +109,36 @@ func run(b, iface string, queues int, out io.Writer) error {
 		row(fmt.Sprintf("rx %d", i), fmt.Sprintf("%d free frames, %d free fill slots, %d dropped so far", q.NumFreeFrames(), q.NumFreeFillSlots(), s.Dropped))
 	}
 	return w.Flush()
+}
+
+// xdpRows is what the AF_XDP datapath decided, from its Info.
+func xdpRows(row func(string, any), d *afxdp.Device) {
+	in := d.Info()
+	zc := "no (copy mode: the kernel copies each frame into the region)"
+	if in.ZeroCopy {
+		zc = "yes"
+	}
+	drv := in.Driver
+	if drv == "" {
+		drv = "none reported"
+	}
+	row("XDP mode", fmt.Sprintf("%s, driver %s, %d of %d queues bound", in.Mode, drv, in.Queues, in.QueuesTotal))
+	row("XDP zero-copy", zc)
+	row("XDP filter", in.Filter)
+	row("arrival stamps", in.Timestamps)
+	tuning := "none (nothing on the host changed)"
+	if len(in.Tuning) > 0 {
+		tuning = strings.Join(in.Tuning, "; ") + " (restored on Close)"
+	}
+	row("host tuning", tuning)
+	if in.Affinity != "" {
+		row("worker placement", in.Affinity)
+	}
+	for _, dec := range in.Decisions {
+		row("decision", dec)
+	}
+	for _, t := range in.Tried {
+		row("tried first", t)
+	}
+	row("afxdp Info", in.String())
 }

@@ -5,11 +5,19 @@
 // own veth pair: traffic comes from the far end, and the one route sends it
 // back there, hairpinned through the router.
 //
+// On a backend that steers (afxdp) the router takes only what it routes:
+// IPv4 addressed to its MAC for a destination inside one of the routes'
+// prefixes (at most 16 routes, packetio.MaxRules); the rest, traffic for
+// the host itself included, stays with the kernel. afpacket is a tap: the
+// router sees everything and forwards what its table matches.
+//
 //	sudo go run ./examples/l3fwd -duration 5s
+//	sudo go run ./examples/l3fwd -backend afxdp -duration 5s
 //	sudo go run ./examples/l3fwd -i veth0 -route 10.0.0.0/8,02:00:00:00:00:02
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -79,8 +87,36 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 		return res, err
 	}
 	defer bed.Close()
+	self, err := macOf(bed)
+	if err != nil {
+		return res, err
+	}
+	if bed.Own() {
+		peerMAC, err := peerMACOf(bed)
+		if err != nil {
+			return res, err
+		}
+		o.routes = append(o.routes, "10.99.1.0/24,"+peerMAC.String())
+	}
+	var fib forward.FIB
+	var prefixes []netip.Prefix
+	for _, r := range o.routes {
+		p, h, err := forward.ParseRoute(r, self)
+		if err != nil {
+			return res, err
+		}
+		if err := fib.Add(p, h); err != nil {
+			return res, fmt.Errorf("route %s: %w", r, err)
+		}
+		prefixes = append(prefixes, p)
+		fmt.Fprintf(w, "route %s via %s\n", p, net.HardwareAddr(h.Dst[:]))
+	}
+	steer, err := steering(o.backend, self, prefixes)
+	if err != nil {
+		return res, err
+	}
 	d, err := bed.Open(func(name string) (packetio.Device, error) {
-		return backend.Open(o.backend, name, backend.Config{TxQueues: 1, RxQueues: 1})
+		return backend.Open(o.backend, name, backend.Config{TxQueues: 1, RxQueues: 1, Steering: steer})
 	})
 	if err != nil {
 		return res, err
@@ -88,11 +124,11 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	if c := d.Capabilities(); !c.HandsBackFrames || !c.SharedRegion {
 		return res, fmt.Errorf("%s cannot forward in place here (HandsBackFrames %v, SharedRegion %v)", o.backend, c.HandsBackFrames, c.SharedRegion)
 	}
-	self, err := macOf(bed)
-	if err != nil {
-		return res, err
+	if backend.Steers(o.backend) {
+		fmt.Fprintf(w, "%s on %s: taking %s; the rest stays with the kernel\n", o.backend, bed.Name, steer)
+	} else {
+		fmt.Fprintf(w, "%s on %s: a tap, the router sees every frame and forwards what its table matches\n", o.backend, bed.Name)
 	}
-	var fib forward.FIB
 	var peer packetio.Device
 	if bed.Own() {
 		peer, err = bed.OpenPeer(func(name string) (packetio.Device, error) {
@@ -101,19 +137,6 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 		if err != nil {
 			return res, err
 		}
-		peerMAC, err := peerMACOf(bed)
-		if err != nil {
-			return res, err
-		}
-		o.routes = append(o.routes, "10.99.1.0/24,"+peerMAC.String())
-	}
-	for _, r := range o.routes {
-		p, h, err := forward.ParseRoute(r, self)
-		if err != nil {
-			return res, err
-		}
-		fib.Add(p, h)
-		fmt.Fprintf(w, "route %s via %s\n", p, net.HardwareAddr(h.Dst[:]))
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
@@ -157,12 +180,34 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	return res, rerr
 }
 
+// steering is what the router takes on a backend that steers: frames to
+// its own MAC for a destination one of its routes covers.
+func steering(b string, self net.HardwareAddr, prefixes []netip.Prefix) (packetio.SteeringFilter, error) {
+	if !backend.Steers(b) {
+		return packetio.SteeringFilter{}, nil
+	}
+	if len(prefixes) > packetio.MaxRules {
+		return packetio.SteeringFilter{}, fmt.Errorf("%s steers at most %d prefixes (one rule each), and there are %d routes", b, packetio.MaxRules, len(prefixes))
+	}
+	var mac [6]byte
+	copy(mac[:], self)
+	f := packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchDstMAC(mac)}}
+	for _, p := range prefixes {
+		f.Match = append(f.Match, packetio.MatchDstIP(p))
+	}
+	if err := f.Validate(); err != nil {
+		return f, fmt.Errorf("steering for the routes: %w", err)
+	}
+	return f, nil
+}
+
 // route is the forwarding loop, and at the end the frame-conservation check.
 func route(ctx context.Context, d packetio.Device, fib *forward.FIB, batch int, received *atomic.Uint64, counts *[forward.NumVerdicts]atomic.Uint64) error {
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
 	rx.Fill(rx.NumFreeFillSlots())
 	start := rx.NumFreeFrames()
 	keep := make([]packetio.Desc, 0, batch)
+	drop := make([]packetio.Desc, 0, batch)
 	back := make([]packetio.Desc, 0, 4096)
 	var local [forward.NumVerdicts]uint64
 	for ctx.Err() == nil {
@@ -170,16 +215,17 @@ func route(ctx context.Context, d packetio.Device, fib *forward.FIB, batch int, 
 			return err
 		}
 		descs := rx.Receive(batch)
-		keep = keep[:0]
+		keep, drop = keep[:0], drop[:0]
 		for _, desc := range descs {
 			v := fib.Forward(rx.Region().Frame(desc), desc.Options&packetio.OptL3ChecksumOK != 0)
 			local[v]++
 			if v == forward.Forwarded {
 				keep = append(keep, desc)
 			} else {
-				rx.Recycle([]packetio.Desc{desc})
+				drop = append(drop, desc)
 			}
 		}
+		rx.Recycle(drop)
 		sent := tx.Transmit(keep)
 		rx.Recycle(keep[sent:]) // the ring was full: drop, but keep the frames
 		local[forward.Forwarded] -= uint64(len(keep) - sent)
@@ -230,7 +276,7 @@ func source(ctx context.Context, d packetio.Device, router net.HardwareAddr, arr
 		descs := rx.Receive(256)
 		for _, desc := range descs {
 			f := rx.Region().Frame(desc)
-			if len(f) > 34 && f[22] == 63 && net.HardwareAddr(f[6:12]).String() == router.String() {
+			if len(f) > 34 && f[22] == 63 && bytes.Equal(f[6:12], router) {
 				arrived.Add(1)
 			}
 		}

@@ -3,9 +3,17 @@
 // receive path: from the moment the reply was stamped on arrival to the
 // moment the program saw it. One end measures; the other reflects frames
 // back in place (Receive, swap addresses, Transmit, Reclaim, Recycle). With
-// no -i it makes its own veth pair and runs the reflector on the far end.
+// no -i it makes its own veth pair and runs the reflector on the far end,
+// on -reflector (by default the measuring end's backend).
+//
+// The receive path is measured where the stamp is on a clock the program
+// reads: afpacket stamps with CLOCK_REALTIME as the kernel queues the
+// frame, afxdp on veth with CLOCK_MONOTONIC at the XDP hook (read back
+// with clock_gettime(CLOCK_MONOTONIC), the clock of Go's monotonic time).
+// On a backend that steers (afxdp) both ends take only UDP to port 7777.
 //
 //	sudo go run ./examples/pingpong -n 2000
+//	sudo go run ./examples/pingpong -backend afxdp -n 2000
 //	sudo go run ./examples/pingpong -i veth0 -mode reflect      # on one host
 //	sudo go run ./examples/pingpong -i veth1 -mode measure      # on the other
 package main
@@ -26,6 +34,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/examples/internal/stamp"
 	"github.com/packetio/packetio/examples/internal/testbed"
 )
 
@@ -35,6 +44,7 @@ func main() {
 	mode := flag.String("mode", "measure", "measure or reflect")
 	n := flag.Int("n", 10000, "round trips to time")
 	lowLatency := flag.Bool("low-latency", false, "use the backend's low-latency receive mode (afpacket: TPACKET_V2 rings woken per packet)")
+	reflector := flag.String("reflector", "", "backend of the reflector on the program's own veth pair (default: -backend; afpacket when that is dpdk, one EAL per process)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: pingpong [flags]\n\nTimes round trips of one frame at a time. Exit status: 0 on success, 1 on\nfailure (also if a reply never came), 2 for bad flags.\n\n")
 		flag.PrintDefaults()
@@ -50,7 +60,7 @@ func main() {
 	if *mode == "reflect" {
 		err = reflectOn(ctx, *b, *iface, *lowLatency, os.Stdout)
 	} else {
-		_, err = measure(ctx, *b, *iface, *n, *lowLatency, os.Stdout)
+		_, err = measure(ctx, config{backend: *b, reflector: *reflector, iface: *iface, n: *n, lowLatency: *lowLatency}, os.Stdout)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "pingpong:", err)
@@ -58,9 +68,19 @@ func main() {
 	}
 }
 
+// config is what measure needs.
+type config struct {
+	backend, reflector, iface string
+	n                         int
+	lowLatency                bool
+}
+
+// open opens one end: on a backend that steers, it takes only pingpong's
+// frames (UDP to port 7777) from the kernel.
 func open(b string, lowLatency bool) func(string) (packetio.Device, error) {
+	steer := backend.Steering(b, packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, port)})
 	return func(name string) (packetio.Device, error) {
-		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1, LowLatency: lowLatency})
+		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1, LowLatency: lowLatency, Steering: steer})
 	}
 }
 
@@ -86,21 +106,23 @@ func reflect(ctx context.Context, d packetio.Device) (int, error) {
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
 	rx.Fill(rx.NumFreeFillSlots())
 	back := make([]packetio.Desc, 0, 256)
-	keep := make([]packetio.Desc, 0, 256)
+	keep := make([]packetio.Desc, 0, 64)
+	drop := make([]packetio.Desc, 0, 64)
 	total := 0
 	for ctx.Err() == nil {
 		if _, err := rx.Poll(50 * time.Millisecond); err != nil {
 			return total, err
 		}
-		keep = keep[:0]
+		keep, drop = keep[:0], drop[:0]
 		for _, desc := range rx.Receive(64) {
 			f := rx.Region().Frame(desc)
 			if swap(f) {
 				keep = append(keep, desc)
 			} else {
-				rx.Recycle([]packetio.Desc{desc})
+				drop = append(drop, desc)
 			}
 		}
+		rx.Recycle(drop)
 		sent := tx.Transmit(keep)
 		rx.Recycle(keep[sent:])
 		total += sent
@@ -135,45 +157,68 @@ const port = 7777
 // trips is the result of a measurement.
 type trips struct {
 	rtt, rxPath []time.Duration
+	clock       stamp.Clock
 }
 
-func measure(ctx context.Context, b, iface string, n int, lowLatency bool, w io.Writer) (trips, error) {
-	bed, err := testbed.Setup(iface, w)
+func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
+	bed, err := testbed.Setup(c.iface, w)
 	if err != nil {
 		return trips{}, err
 	}
 	defer bed.Close()
-	d, err := bed.Open(open(b, lowLatency))
+	d, err := bed.Open(open(c.backend, c.lowLatency))
 	if err != nil {
 		return trips{}, err
 	}
 	if bed.Own() {
-		peer, err := bed.OpenPeer(open("afpacket", lowLatency))
+		rb := c.reflector
+		if rb == "" {
+			rb = c.backend
+			if rb == "dpdk" {
+				rb = "afpacket"
+			}
+		}
+		peer, err := bed.OpenPeer(open(rb, c.lowLatency))
 		if err != nil {
-			return trips{}, err
+			return trips{}, fmt.Errorf("reflector: %w", err)
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); reflect(rctx, peer) }()
 		defer func() { cancel(); <-done }()
-		fmt.Fprintf(w, "reflector running on %s\n", bed.Peer)
+		fmt.Fprintf(w, "reflector running on %s (%s)\n", bed.Peer, rb)
 	}
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
 	stamper, stamps := rx.(packetio.TimestampReceiver)
 	stamps = stamps && d.Capabilities().RxTimestamps
+	clock := stamp.Of(d)
+	stamps = stamps && clock.Comparable()
+	n := c.n
 	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 1}, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
 		SrcIP: netip.MustParseAddr("10.99.0.1"), DstIP: netip.MustParseAddr("10.99.0.2"), SrcPort: port, DstPort: port, Size: 60}
 	seqOff := spec.HeaderLen()
 	rx.Fill(rx.NumFreeFillSlots())
-	fmt.Fprintf(w, "timing %d round trips of %d bytes on %s\n", n, spec.Len(), bed.Name)
-	var res trips
+	if stamps {
+		fmt.Fprintf(w, "timing %d round trips of %d bytes on %s; arrival stamps: %s\n", n, spec.Len(), bed.Name, clock.Name)
+	} else {
+		fmt.Fprintf(w, "timing %d round trips of %d bytes on %s; no arrival stamps on a clock this program reads (%s)\n", n, spec.Len(), bed.Name, clock.Name)
+	}
+	res := trips{rtt: make([]time.Duration, 0, n), clock: clock}
+	if stamps {
+		res.rxPath = make([]time.Duration, 0, n)
+	}
+	// One build function for every trip (a closure made per trip would be
+	// an allocation per packet): it writes the current sequence number.
+	var cur uint32
+	build := func(i int, f []byte) int {
+		l := frame.Build(f, spec)
+		binary.BigEndian.PutUint32(f[seqOff:], cur)
+		return l
+	}
 	for seq := uint32(0); int(seq) < n && ctx.Err() == nil; seq++ {
 		start := time.Now()
-		if sent, err := tx.SendFunc(1, func(i int, f []byte) int {
-			l := frame.Build(f, spec)
-			binary.BigEndian.PutUint32(f[seqOff:], seq)
-			return l
-		}); err != nil || sent != 1 {
+		cur = seq
+		if sent, err := tx.SendFunc(1, build); err != nil || sent != 1 {
 			return res, fmt.Errorf("send %d: %d sent, %v", seq, sent, err)
 		}
 		tx.Complete(1 << 20)
@@ -190,6 +235,7 @@ func measure(ctx context.Context, b, iface string, n int, lowLatency bool, w io.
 				descs = rx.Receive(64)
 			}
 			seen := time.Now()
+			now := clock.Now() // the stamps' clock, read as the program sees the reply
 			for i, desc := range descs {
 				f := rx.Region().Frame(desc)
 				in, ok := frame.Parse(f)
@@ -199,7 +245,7 @@ func measure(ctx context.Context, b, iface string, n int, lowLatency bool, w io.
 				got = true
 				res.rtt = append(res.rtt, seen.Sub(start))
 				if stamps {
-					res.rxPath = append(res.rxPath, seen.Sub(time.Unix(0, int64(ts[i]))))
+					res.rxPath = append(res.rxPath, stamp.Since(now, ts[i]))
 				}
 			}
 			rx.Recycle(descs)
@@ -224,7 +270,7 @@ func report(w io.Writer, r trips) {
 		len(r.rtt), us(q(r.rtt, 0.5)), us(q(r.rtt, 0.99)), us(q(r.rtt, 0.999)), us(r.rtt[len(r.rtt)-1]))
 	if len(r.rxPath) > 0 {
 		slices.Sort(r.rxPath)
-		fmt.Fprintf(w, "this host's receive path (arrival stamp to the program seeing it): median %.1f us, %.0f%% of the median round trip\n",
-			us(q(r.rxPath, 0.5)), 100*float64(q(r.rxPath, 0.5))/float64(q(r.rtt, 0.5)))
+		fmt.Fprintf(w, "this host's receive path (arrival stamp, %s, to the program seeing it): median %.1f us, %.0f%% of the median round trip\n",
+			r.clock.Name, us(q(r.rxPath, 0.5)), 100*float64(q(r.rxPath, 0.5))/float64(q(r.rtt, 0.5)))
 	}
 }

@@ -95,8 +95,10 @@ func run(o options, spec frame.Spec) error {
 		return err
 	}
 	defer bed.Close()
+	// Transmit only: on afxdp no receive queue, so nothing is taken from
+	// the kernel (afpacket, a tap, opens its receive queue anyway).
 	open := func(name string) (packetio.Device, error) {
-		return backend.Open(o.backend, name, backend.Config{TxQueues: 1, RxQueues: 1})
+		return backend.Open(o.backend, name, backend.Config{TxQueues: 1})
 	}
 	d, err := bed.Open(open)
 	if err != nil {
@@ -125,8 +127,9 @@ func run(o options, spec frame.Spec) error {
 
 	sent := 0
 	deadline := time.Now().Add(2 * time.Second)
+	build := func(i int, f []byte) int { return frame.Build(f, spec) }
 	for sent < o.count && time.Now().Before(deadline) {
-		n, err := tx.SendFunc(o.count-sent, func(i int, f []byte) int { return frame.Build(f, spec) })
+		n, err := tx.SendFunc(o.count-sent, build)
 		if err != nil {
 			return err
 		}

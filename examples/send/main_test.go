@@ -6,12 +6,31 @@ import (
 	"github.com/packetio/packetio/internal/testenv"
 )
 
+func sendCases(b string) []options {
+	return []options{
+		{backend: b, count: 5, size: 60, dstMAC: "ff:ff:ff:ff:ff:ff", srcMAC: "02:00:00:00:00:01", srcIP: "10.99.0.1", dstIP: "10.99.0.2", srcPort: 1, dstPort: 9},
+		{backend: b, count: 300, size: 1514, vlan: 7, dstMAC: "ff:ff:ff:ff:ff:ff", srcMAC: "02:00:00:00:00:01", srcIP: "2001:db8::1", dstIP: "2001:db8::2", srcPort: 1, dstPort: 9},
+	}
+}
+
 func TestSendOnOwnPair(t *testing.T) {
 	testenv.NeedRoot(t)
-	for _, o := range []options{
-		{backend: "afpacket", count: 5, size: 60, dstMAC: "ff:ff:ff:ff:ff:ff", srcMAC: "02:00:00:00:00:01", srcIP: "10.99.0.1", dstIP: "10.99.0.2", srcPort: 1, dstPort: 9},
-		{backend: "afpacket", count: 300, size: 1514, vlan: 7, dstMAC: "ff:ff:ff:ff:ff:ff", srcMAC: "02:00:00:00:00:01", srcIP: "2001:db8::1", dstIP: "2001:db8::2", srcPort: 1, dstPort: 9},
-	} {
+	for _, o := range sendCases("afpacket") {
+		spec, err := o.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run(o, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSendOnAFXDP: transmit only (no receive queue, nothing taken from the
+// kernel), every frame completed and arrived at the far end.
+func TestSendOnAFXDP(t *testing.T) {
+	testenv.NeedBPF(t)
+	for _, o := range sendCases("afxdp") {
 		spec, err := o.spec()
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -12,13 +13,15 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/testbed"
 )
 
 // target is where a feeder aims: the receiver's MAC, and an IPv4 address
 // and UDP port. Flows differ in their UDP source port; with spread set
-// they also differ in the last byte of the destination address (forward
-// traffic spread over a /24 the router routes).
+// (afpacket feeder only) they also differ in the last byte of the
+// destination address (forward traffic spread over a /24 the router
+// routes).
 type target struct {
 	dstMAC  net.HardwareAddr
 	dstIP   netip.Addr
@@ -26,14 +29,23 @@ type target struct {
 	spread  bool
 }
 
+// Feeders, by -feeder.
+const (
+	feederLive     = "live"
+	feederAfpacket = "afpacket"
+)
+
+var feeders = []string{feederLive, feederAfpacket}
+
 // A feeder offers traffic to the measured side from the peer, as fast as it
-// can, so that the receiver, not the sender, is what is measured. The
-// spec'd source is the kernel's live-frames generator, which needs BPF; on
-// a machine without it, the afpacket feeder stands in. Another source
-// plugs in by implementing this.
+// can, so that the receiver, not the sender, is what is measured.
 type feeder interface {
 	// describe says what feeds, for the table header.
 	describe() string
+	// needsNAPI reports whether the measured end's veth must have its
+	// NAPI on (a native XDP program, or GRO) to take what this feeder
+	// sends: XDP frames do, a packet socket's skbs do not.
+	needsNAPI() bool
 	// start begins feeding t until the feed is stopped.
 	start(ctx context.Context, t target) (*feeding, error)
 	// close releases the feeder.
@@ -44,12 +56,114 @@ type feeder interface {
 type feeding struct {
 	// sent is the running total of frames offered.
 	sent func() uint64
-	// stop ends the feed and waits for it.
-	stop func()
+	// stop ends the feed, waits for it, and reports why it ended early,
+	// if it did.
+	stop func() error
 }
 
-// afpacketFeeder transmits from the peer end of the pair through one
-// afpacket transmit queue, building frames in place.
+// liveFeeder transmits from inside the kernel of the peer namespace: one
+// trafficgen generator per queue of the row, generator i pinned to CPU i
+// (of the CPUs this process may use), so a row of q queues is fed on q of
+// the measured end's receive queues (a veth picks the queue an XDP frame
+// lands on by the sending CPU). Each kind of frame gets its generators
+// once, the first time it is asked for, and keeps them to the end: the
+// programs are loaded a handful of times per sweep, never per cell.
+type liveFeeder struct {
+	bed     *testbed.Bed
+	srcMAC  net.HardwareAddr
+	size    int // frame length without FCS
+	flows   int
+	cpus    []int
+	sources map[string]*live.Source // by target (MAC, address, port)
+	running sync.Mutex              // one feed at a time
+}
+
+func newLiveFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, size, flows int, cpus []int) *liveFeeder {
+	return &liveFeeder{bed: bed, srcMAC: srcMAC, size: size, flows: flows, cpus: cpus, sources: map[string]*live.Source{}}
+}
+
+func (f *liveFeeder) describe() string {
+	return fmt.Sprintf("fed from the peer from inside its kernel: one afxdp/xdp/trafficgen generator per queue of the row (BPF_PROG_RUN with live frames, XDP_TX), generator i pinned to CPU i, "+
+		"%d flows (UDP source ports); the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", f.flows)
+}
+
+func (f *liveFeeder) needsNAPI() bool { return true }
+
+// source returns the generators for t, loading them the first time.
+func (f *liveFeeder) source(t target) (*live.Source, error) {
+	key := fmt.Sprintf("%s %s %d", t.dstMAC, t.dstIP, t.dstPort)
+	if s, ok := f.sources[key]; ok {
+		return s, nil
+	}
+	spec := frame.Spec{SrcMAC: f.srcMAC, DstMAC: t.dstMAC, SrcIP: testbed.AddrB.Addr(), DstIP: t.dstIP, SrcPort: 1024, DstPort: t.dstPort, Size: f.size}
+	if err := spec.Check(); err != nil {
+		return nil, fmt.Errorf("feeder: %w", err)
+	}
+	buf := make([]byte, spec.Len())
+	frame.Build(buf, spec)
+	var s *live.Source
+	err := f.bed.InPeer(func() (err error) {
+		s, err = live.New(f.bed.Peer, buf, live.Flows{Offset: spec.HeaderLen() - 8, N: f.flows}, f.cpus)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("feeder: %w (the live-frames feeder needs BPF; -feeder afpacket feeds without it)", err)
+	}
+	f.sources[key] = s
+	return s, nil
+}
+
+func (f *liveFeeder) start(ctx context.Context, t target) (*feeding, error) {
+	f.running.Lock()
+	s, err := f.source(t)
+	if err != nil {
+		f.running.Unlock()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var runErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, runErr = s.Run(ctx, 0)
+	}()
+	// The interface's counter moves as frames go; Sent only once a batch
+	// (a quarter of a second or more), too coarse for a window.
+	sent := func() uint64 {
+		if n, err := s.Transmitted(); err == nil {
+			return n
+		}
+		return s.Sent()
+	}
+	var once sync.Once
+	return &feeding{sent: sent, stop: func() error {
+		once.Do(func() {
+			cancel()
+			<-done
+			f.running.Unlock()
+		})
+		if runErr != nil {
+			return fmt.Errorf("feeder: %w", runErr)
+		}
+		return nil
+	}}, nil
+}
+
+func (f *liveFeeder) close() error {
+	var errs []error
+	for _, s := range f.sources {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	f.sources = map[string]*live.Source{}
+	return errors.Join(errs...)
+}
+
+// afpacketFeeder transmits from the peer end of the pair through afpacket
+// transmit queues, one per queue of the row, building frames in place. It
+// needs no BPF, and offers what a user-space sender on a veth can: about
+// a million frames a second, less than most receivers here take.
 type afpacketFeeder struct {
 	dev     packetio.Device
 	srcMAC  net.HardwareAddr
@@ -60,9 +174,9 @@ type afpacketFeeder struct {
 	running sync.Mutex // one feed at a time
 }
 
-func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, size, flows int) (*afpacketFeeder, error) {
+func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, size, flows, queues int) (*afpacketFeeder, error) {
 	d, err := bed.OpenPeer(func(name string) (packetio.Device, error) {
-		return backend.Open("afpacket", name, backend.Config{TxQueues: 1})
+		return backend.Open("afpacket", name, backend.Config{TxQueues: queues})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("feeder: open afpacket on %s: %w", bed.Peer, err)
@@ -71,8 +185,10 @@ func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, size, flows in
 }
 
 func (f *afpacketFeeder) describe() string {
-	return fmt.Sprintf("fed by afpacket on the peer (one transmit queue, as fast as it goes, %d flows); the live-frames source the spec asks for needs BPF, which this machine cannot load", f.flows)
+	return fmt.Sprintf("fed by afpacket on the peer (-feeder afpacket: one transmit queue per queue of the row, as fast as it goes, %d flows): a user-space sender, slower than most receivers here, so those cells measure the feeder", f.flows)
 }
+
+func (f *afpacketFeeder) needsNAPI() bool { return false }
 
 func (f *afpacketFeeder) start(ctx context.Context, t target) (*feeding, error) {
 	spec := frame.Spec{SrcMAC: f.srcMAC, DstMAC: t.dstMAC, SrcIP: f.srcIP, DstIP: t.dstIP, SrcPort: 1024, DstPort: t.dstPort, Size: f.size}
@@ -82,30 +198,35 @@ func (f *afpacketFeeder) start(ctx context.Context, t target) (*feeding, error) 
 	f.running.Lock()
 	ctx, cancel := context.WithCancel(ctx)
 	var sent atomic.Uint64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		feed(ctx, f.dev.TxQueue(0), spec, f.flows, f.batch, t.spread, &sent)
-	}()
+	var wg sync.WaitGroup
+	for q := 0; q < f.dev.NumTxQueues(); q++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			feed(ctx, f.dev.TxQueue(q), spec, f.flows, f.batch, q*7, t.spread, &sent)
+		}()
+	}
 	var once sync.Once
-	return &feeding{sent: sent.Load, stop: func() {
+	return &feeding{sent: sent.Load, stop: func() error {
 		once.Do(func() {
 			cancel()
-			<-done
+			wg.Wait()
 			f.running.Unlock()
 		})
+		return nil
 	}}, nil
 }
 
 func (f *afpacketFeeder) close() error { return f.dev.Close() }
 
-// feed sends spec on flows flows until ctx ends. Errors from the queue end
-// the feed: the measured side then sees no traffic, which its cell shows.
-func feed(ctx context.Context, tx packetio.TxQueue, spec frame.Spec, flows, batch int, spread bool, sent *atomic.Uint64) {
+// feed sends spec on flows flows, starting at flow first, until ctx ends.
+// Errors from the queue end the feed: the measured side then sees no
+// traffic, which its cell shows.
+func feed(ctx context.Context, tx packetio.TxQueue, spec frame.Spec, flows, batch, first int, spread bool, sent *atomic.Uint64) {
 	l4 := spec.HeaderLen() - 8
 	tmpl := make([]byte, spec.Len())
 	frame.Build(tmpl, spec)
-	flow := 0
+	flow := first
 	build := func(i int, b []byte) int {
 		n := copy(b, tmpl)
 		if n < len(tmpl) {

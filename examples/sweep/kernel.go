@@ -17,7 +17,7 @@ import (
 // measured namespace, moving batches with sendmmsg and recvmmsg, one socket
 // per queue. Receive and relay sockets share a port with SO_REUSEPORT, so
 // the kernel spreads the feeder's flows over them. Forward is a UDP relay:
-// recvmmsg a batch, sendmmsg it on to the peer.
+// recvmmsg a batch, sendmmsg it on to the sink.
 
 // mmsg is a batch of messages for sendmmsg or recvmmsg, over buffers of
 // one size.
@@ -91,9 +91,9 @@ func transient(err error) bool {
 // udpSocket opens a UDP socket in the measured namespace, bound to port
 // (0: any) on the measured side's address, with 50 ms timeouts so loops
 // notice when to stop.
-func (e *env) udpSocket(port uint16) (int, error) {
+func (e *env) udpSocket(r *rig, port uint16) (int, error) {
 	fd := -1
-	err := e.bed.In(func() error {
+	err := r.bed.In(func() error {
 		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("socket: %w", err)
@@ -128,8 +128,9 @@ func (e *env) udpSocket(port uint16) (int, error) {
 // payload is the UDP payload that makes a frame of the cell's size.
 func (e *env) payload() int { return max(e.size-14-20-8, 1) }
 
-// startKernel starts the baseline loop with q sockets.
-func (e *env) startKernel(ctx context.Context, loop string, q int) (running, error) {
+// startKernel starts the baseline loop with one socket per queue of r.
+func (e *env) startKernel(ctx context.Context, r *rig, loop string) (running, error) {
+	q := r.queues
 	var fds []int
 	closeAll := func() {
 		for _, fd := range fds {
@@ -141,7 +142,7 @@ func (e *env) startKernel(ctx context.Context, loop string, q int) (running, err
 		port = 0
 	}
 	for i := 0; i < q; i++ {
-		fd, err := e.udpSocket(port)
+		fd, err := e.udpSocket(r, port)
 		if err != nil {
 			closeAll()
 			return running{}, err
@@ -151,13 +152,14 @@ func (e *env) startKernel(ctx context.Context, loop string, q int) (running, err
 	var total atomic.Uint64
 	ctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
-	peer := testbed.AddrB.Addr().As4()
+	sink := sinkIP.As4()
 	for i, fd := range fds {
+		cpu := e.workerCPU(i)
 		switch loop {
 		case loopTx:
-			g.goQueue(ctx, i, func(ctx context.Context) error {
+			g.goQueue(ctx, i, cpu, func(ctx context.Context) error {
 				m := newMmsg(e.batch, e.payload())
-				m.address(peer, discardPort)
+				m.address(sink, discardPort)
 				for ctx.Err() == nil {
 					n, err := sendmmsg(fd, m.hdrs)
 					if err != nil && !transient(err) {
@@ -168,7 +170,7 @@ func (e *env) startKernel(ctx context.Context, loop string, q int) (running, err
 				return nil
 			})
 		case loopRx:
-			g.goQueue(ctx, i, func(ctx context.Context) error {
+			g.goQueue(ctx, i, cpu, func(ctx context.Context) error {
 				m := newMmsg(e.batch, 2048)
 				for ctx.Err() == nil {
 					n, err := recvmmsg(fd, m.hdrs)
@@ -180,14 +182,14 @@ func (e *env) startKernel(ctx context.Context, loop string, q int) (running, err
 				return nil
 			})
 		case loopFwd:
-			g.goQueue(ctx, i, func(ctx context.Context) error {
+			g.goQueue(ctx, i, cpu, func(ctx context.Context) error {
 				in := newMmsg(e.batch, 2048)
 				out := &mmsg{bufs: in.bufs, iov: in.iov, hdrs: make([]unix.Mmsghdr, e.batch)}
 				for j := range out.hdrs {
 					out.hdrs[j].Hdr.Iov = &in.iov[j]
 					out.hdrs[j].Hdr.SetIovlen(1)
 				}
-				out.address(peer, discardPort)
+				out.address(sink, discardPort)
 				for ctx.Err() == nil {
 					n, err := recvmmsg(fd, in.hdrs)
 					if err != nil && !transient(err) {
@@ -215,15 +217,22 @@ func (e *env) startKernel(ctx context.Context, loop string, q int) (running, err
 			return running{}, fmt.Errorf("unknown loop %q", loop)
 		}
 	}
-	r := running{count: total.Load, stop: func() error { err := g.wait(); closeAll(); return err }}
-	if loop != loopTx {
-		fd, err := e.feed.start(ctx, target{dstMAC: e.macA, dstIP: testbed.AddrA.Addr(), dstPort: baselinePort})
-		if err != nil {
-			r.stop()
-			return running{}, err
-		}
-		inner := r.stop
-		r.offered, r.stop = fd.sent, func() error { fd.stop(); return inner() }
+	run := running{count: counter(&total), stop: func() error { err := g.wait(); closeAll(); return err }}
+	if loop == loopTx {
+		return run, nil
 	}
-	return r, nil
+	restore, err := e.takeFeed(r, nil)
+	if err != nil {
+		run.stop()
+		return running{}, err
+	}
+	fd, err := r.feed.start(ctx, target{dstMAC: r.macA, dstIP: testbed.AddrA.Addr(), dstPort: baselinePort})
+	if err != nil {
+		run.stop()
+		restore()
+		return running{}, err
+	}
+	inner := run.stop
+	run.offered, run.stop = fd.sent, func() error { ferr := fd.stop(); return errors.Join(ferr, inner(), restore()) }
+	return run, nil
 }

@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/forward"
 	"github.com/packetio/packetio/examples/internal/frame"
@@ -24,15 +30,13 @@ import (
 // not a failure (the backend lacks a capability, a tool is missing).
 var errSkip = errors.New("skipped")
 
-// running is a measured subject in motion: count is its running total of
-// packets, stop ends it and reports the first error it met. A subject that
-// only reports rates now and then (testpmd) gives rate instead of count:
-// the rate over the window from and to, in Mpps.
+// running is a measured subject in motion: count reads its running total
+// of packets (for testpmd, by asking it), stop ends it and reports the
+// first error it met.
 type running struct {
-	count func() uint64
+	count func() (uint64, error)
 	// offered is the feeder's running total, nil when nothing feeds.
 	offered func() uint64
-	rate    func(ctx context.Context, from, to time.Time) (float64, error)
 	stop    func() error
 }
 
@@ -46,9 +50,10 @@ func measure(ctx context.Context, r running, warm, window time.Duration) (sample
 	if err != nil {
 		return sample{}, err
 	}
-	var c0, c1, o0, o1 uint64
-	if r.count != nil {
-		c0 = r.count()
+	var o0, o1 uint64
+	c0, err := r.count()
+	if err != nil {
+		return sample{}, err
 	}
 	if r.offered != nil {
 		o0 = r.offered()
@@ -56,8 +61,9 @@ func measure(ctx context.Context, r running, warm, window time.Duration) (sample
 	if err := sleep(ctx, window); err != nil {
 		return sample{}, err
 	}
-	if r.count != nil {
-		c1 = r.count()
+	c1, err := r.count()
+	if err != nil {
+		return sample{}, err
 	}
 	if r.offered != nil {
 		o1 = r.offered()
@@ -70,11 +76,6 @@ func measure(ctx context.Context, r running, warm, window time.Duration) (sample
 	s.offered = math.NaN()
 	if r.offered != nil {
 		s.offered = sampleOf(o1-o0, a, b).mpps
-	}
-	if r.rate != nil {
-		if s.mpps, err = r.rate(ctx, a.When, b.When); err != nil {
-			return sample{}, err
-		}
 	}
 	return s, nil
 }
@@ -101,60 +102,221 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// env is what every cell shares: the pair, the feeder, the frames.
-type env struct {
-	bed            *testbed.Bed
-	feed           feeder
-	macA, macB     net.HardwareAddr
-	size           int // frame length without FCS
-	flows, batch   int
-	warmup, window time.Duration
+// rig is one veth pair with as many queues as the rows it serves, and its
+// feeder.
+type rig struct {
+	queues     int
+	bed        *testbed.Bed
+	macA, macB net.HardwareAddr
+	feed       feeder
 }
 
-// Where the traffic goes. Transmit goes to the peer's own address (its
-// kernel drops it at the closed port); receive and forward traffic goes to
-// 10.99.1.0/24, which nobody owns: the measured side's kernel drops what
-// it is offered (it does not forward), and the router sends it on to the
-// peer, whose kernel drops it too. The kernel baseline receives on a port
+// env is what every cell shares: the rigs, the frames, the placement.
+type env struct {
+	feeder         string // feederLive or feederAfpacket
+	size           int    // frame length without FCS
+	flows, batch   int
+	warmup, window time.Duration
+	cpus           []int // the CPUs this process may use, in order
+	log            io.Writer
+
+	rigs map[int]*rig
+}
+
+// rig returns the pair for rows of q queues, making it (and its feeder)
+// the first time.
+func (e *env) rig(q int) (*rig, error) {
+	if r, ok := e.rigs[q]; ok {
+		return r, nil
+	}
+	bed, err := testbed.Setup("", e.log, testbed.WithQueues(q))
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	r := &rig{queues: q, bed: bed}
+	fail := func(err error) (*rig, error) {
+		if r.feed != nil {
+			r.feed.close()
+		}
+		bed.Close()
+		return nil, err
+	}
+	if r.macA, err = macIn(bed.In, bed.Name); err != nil {
+		return fail(err)
+	}
+	if r.macB, err = macIn(bed.InPeer, bed.Peer); err != nil {
+		return fail(err)
+	}
+	if err := addSink(bed); err != nil {
+		return fail(err)
+	}
+	switch e.feeder {
+	case feederAfpacket:
+		if r.feed, err = newAfpacketFeeder(bed, r.macB, e.size, e.flows, q); err != nil {
+			return fail(err)
+		}
+	default:
+		gens := make([]int, q)
+		for i := range gens {
+			gens[i] = e.feederCPU(i)
+		}
+		r.feed = newLiveFeeder(bed, r.macB, e.size, e.flows, gens)
+	}
+	if e.rigs == nil {
+		e.rigs = map[int]*rig{}
+	}
+	e.rigs[q] = r
+	return r, nil
+}
+
+// close releases every rig: feeders first, then the pairs (which puts
+// back every setting changed on them).
+func (e *env) close() error {
+	var errs []error
+	for _, r := range e.rigs {
+		if err := r.feed.close(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := r.bed.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("testbed: %w", err))
+		}
+	}
+	e.rigs = nil
+	return errors.Join(errs...)
+}
+
+// Placement, the same for every column: the worker of queue q runs on CPU
+// q+1 and the feeder's generator i on CPU i (modulo the CPUs there are), so
+// with one queue the loop under test and the feeder (with the kernel's
+// receive work it triggers, in softirq on its CPU) each have a core.
+func (e *env) workerCPU(q int) int { return e.cpus[(q+1)%len(e.cpus)] }
+func (e *env) feederCPU(i int) int { return e.cpus[i%len(e.cpus)] }
+
+// allowedCPUs lists the CPUs this process may run on.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	var cpus []int
+	if unix.SchedGetaffinity(0, &set) == nil {
+		for c := 0; c < 1024; c++ {
+			if set.IsSet(c) {
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	if len(cpus) == 0 {
+		for c := 0; c < runtime.NumCPU(); c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
+// pinTo locks the calling goroutine to its thread and the thread to cpu.
+// The goroutine never unlocks: the thread ends with it instead of going
+// back to the scheduler pinned.
+func pinTo(cpu int) error {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin to CPU %d: %w", cpu, err)
+	}
+	return nil
+}
+
+// Where the traffic goes. Everything the measured side sends (transmit,
+// and forward's next hop) goes to the sink, an address on the link with a
+// MAC nobody owns (a static neighbour entry in the measured namespace): the
+// peer's kernel drops each frame at its first look (not for its MAC), so
+// on a veth, where the receiving kernel's work is done on the sender's CPU,
+// what is measured is the sender and not the peer's IP stack. Receive and
+// forward traffic goes to 10.99.1.0/24, which nobody owns: the measured
+// side's kernel drops what it is offered (it does not forward), and the
+// router sends it on to the sink. The kernel baseline receives on a port
 // of its own address.
 var (
-	routedNet           = "10.99.1.0/24"
+	routedNet           = netip.MustParsePrefix("10.99.1.0/24")
 	routedFirst         = netip.MustParseAddr("10.99.1.1")
+	sinkIP              = netip.MustParseAddr("10.99.0.3")
+	sinkMAC             = net.HardwareAddr{0x02, 0x70, 0x69, 0x6f, 0x00, 0x99}
 	baselinePort uint16 = 9000
 	discardPort  uint16 = 9
 )
 
-// packetioTarget is what the feeder aims at for receive and forward.
-func (e *env) packetioTarget() target {
-	return target{dstMAC: e.macA, dstIP: routedFirst, dstPort: discardPort, spread: true}
-}
-
-// openBackend opens name on side A with q queues each way as the loop
-// needs them. dpdk over a kernel interface is net_af_packet with one queue
-// pair per queue.
-func (e *env) openBackend(name string, txq, rxq int) (packetio.Device, error) {
-	d, err := e.bed.Open(func(iface string) (packetio.Device, error) {
-		dev := iface
-		if name == "dpdk" {
-			dev = fmt.Sprintf("net_af_packet0,iface=%s,qpairs=%d", iface, max(txq, rxq, 1))
+// addSink makes the sink a permanent neighbour of the measured end, so the
+// kernel baseline sends to it without asking (ARP). It goes with the
+// namespace; a link that went down (testpmd takes it down and up) loses it,
+// so every cell sets it again.
+func addSink(bed *testbed.Bed) error {
+	err := bed.In(func() error {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return err
 		}
-		return backend.Open(name, dev, backend.Config{TxQueues: txq, RxQueues: rxq})
+		defer h.Close()
+		l, err := h.LinkByName(bed.Name)
+		if err != nil {
+			return err
+		}
+		return h.NeighSet(&netlink.Neigh{LinkIndex: l.Attrs().Index, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
+			IP: sinkIP.AsSlice(), HardwareAddr: sinkMAC})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open %s on %s: %w", name, e.bed.Name, err)
+		return fmt.Errorf("sink neighbour %s on %s: %w", sinkIP, bed.Name, err)
+	}
+	return nil
+}
+
+// packetioTarget is what the feeder aims at for receive and forward.
+func (r *rig) packetioTarget() target {
+	return target{dstMAC: r.macA, dstIP: routedFirst, dstPort: discardPort, spread: true}
+}
+
+// steering is what a backend that steers takes in the receive and forward
+// loops: exactly the feeder's traffic, nothing else from the kernel.
+func steering() packetio.SteeringFilter {
+	return packetio.SteeringFilter{Match: append([]packetio.Match{packetio.MatchDstIP(routedNet)},
+		packetio.MatchDstPort(packetio.IPProtoUDP, discardPort)...)}
+}
+
+// openBackend opens name on side A of r with txq and rxq queues; workers
+// are placed by the sweep, never by the backend.
+func (e *env) openBackend(r *rig, name string, txq, rxq int) (packetio.Device, error) {
+	c := backend.Config{TxQueues: txq, RxQueues: rxq, Placed: true}
+	if rxq > 0 {
+		c.Steering = backend.Steering(name, steering())
+	}
+	d, err := r.bed.Open(func(iface string) (packetio.Device, error) { return backend.Open(name, iface, c) })
+	if err != nil {
+		return nil, fmt.Errorf("open %s on %s: %w", name, r.bed.Name, err)
 	}
 	return d, nil
 }
 
+// takeFeed makes the measured end able to take what the feeder sends, for
+// a receiver: nothing to do for a packet-socket feeder, or for a receiver
+// that runs a native XDP program itself (afxdp in native mode); GRO on for
+// every other (d is nil for the kernel and testpmd). It returns what puts
+// the interface back.
+func (e *env) takeFeed(r *rig, d packetio.Device) (restore func() error, err error) {
+	if !r.feed.needsNAPI() {
+		return func() error { return nil }, nil
+	}
+	if x, ok := d.(*afxdp.Device); ok && x.Info().Mode == "native" {
+		return func() error { return nil }, nil
+	}
+	return r.bed.GRO(true)
+}
+
 // startPacketio starts one packetio loop on backend name with q queues.
-func (e *env) startPacketio(ctx context.Context, name, loop string, q int) (running, error) {
+func (e *env) startPacketio(ctx context.Context, r *rig, name, loop string) (running, error) {
 	switch loop {
 	case loopTx:
-		return e.startTx(ctx, name, q)
+		return e.startTx(ctx, r, name)
 	case loopRx:
-		return e.startRx(ctx, name, q)
+		return e.startRx(ctx, r, name)
 	case loopFwd:
-		return e.startFwd(ctx, name, q)
+		return e.startFwd(ctx, r, name)
 	}
 	return running{}, fmt.Errorf("unknown loop %q", loop)
 }
@@ -167,11 +329,16 @@ type group struct {
 	err    error
 }
 
-func (g *group) goQueue(ctx context.Context, q int, fn func(context.Context) error) {
+// goQueue runs fn for queue q on its own goroutine, pinned to cpu.
+func (g *group) goQueue(ctx context.Context, q, cpu int, fn func(context.Context) error) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		if err := fn(ctx); err != nil {
+		err := pinTo(cpu)
+		if err == nil {
+			err = fn(ctx)
+		}
+		if err != nil {
 			g.mu.Lock()
 			if g.err == nil {
 				g.err = fmt.Errorf("queue %d: %w", q, err)
@@ -187,12 +354,17 @@ func (g *group) wait() error {
 	return g.err
 }
 
-func (e *env) startTx(ctx context.Context, name string, q int) (running, error) {
-	d, err := e.openBackend(name, q, 0)
+// counter reads an atomic total as running.count.
+func counter(n *atomic.Uint64) func() (uint64, error) {
+	return func() (uint64, error) { return n.Load(), nil }
+}
+
+func (e *env) startTx(ctx context.Context, r *rig, name string) (running, error) {
+	d, err := e.openBackend(r, name, r.queues, 0)
 	if err != nil {
 		return running{}, err
 	}
-	spec := frame.Spec{SrcMAC: e.macA, DstMAC: e.macB, SrcIP: testbed.AddrA.Addr(), DstIP: testbed.AddrB.Addr(), SrcPort: 1024, DstPort: discardPort, Size: e.size}
+	spec := frame.Spec{SrcMAC: r.macA, DstMAC: sinkMAC, SrcIP: testbed.AddrA.Addr(), DstIP: sinkIP, SrcPort: 1024, DstPort: discardPort, Size: e.size}
 	if err := spec.Check(); err != nil {
 		d.Close()
 		return running{}, err
@@ -205,7 +377,7 @@ func (e *env) startTx(ctx context.Context, name string, q int) (running, error) 
 	g := &group{cancel: cancel}
 	for i := 0; i < d.NumTxQueues(); i++ {
 		tx := d.TxQueue(i)
-		g.goQueue(ctx, i, func(ctx context.Context) error {
+		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error {
 			flow := i * 7
 			build := func(j int, b []byte) int {
 				n := copy(b, tmpl)
@@ -232,11 +404,36 @@ func (e *env) startTx(ctx context.Context, name string, q int) (running, error) 
 			return nil
 		})
 	}
-	return running{count: total.Load, stop: func() error { err := g.wait(); d.Close(); return err }}, nil
+	return running{count: counter(&total), stop: func() error { err := g.wait(); d.Close(); return err }}, nil
 }
 
-func (e *env) startRx(ctx context.Context, name string, q int) (running, error) {
-	d, err := e.openBackend(name, 1, q)
+// feedPacketio starts the feeder for a packetio receiver d on r, with the
+// measured end made to take it; stopWorkers stops the loops. It returns
+// the running subject, or stops everything on failure.
+func (e *env) feedPacketio(ctx context.Context, r *rig, d packetio.Device, total *atomic.Uint64, stopWorkers func() error) (running, error) {
+	restore, err := e.takeFeed(r, d)
+	if err != nil {
+		stopWorkers()
+		d.Close()
+		return running{}, err
+	}
+	fd, err := r.feed.start(ctx, r.packetioTarget())
+	if err != nil {
+		stopWorkers()
+		d.Close()
+		restore()
+		return running{}, err
+	}
+	return running{count: counter(total), offered: fd.sent, stop: func() error {
+		ferr := fd.stop() // the feed first: nothing arrives at a closing device
+		werr := stopWorkers()
+		d.Close()
+		return errors.Join(ferr, werr, restore())
+	}}, nil
+}
+
+func (e *env) startRx(ctx context.Context, r *rig, name string) (running, error) {
+	d, err := e.openBackend(r, name, 1, r.queues)
 	if err != nil {
 		return running{}, err
 	}
@@ -245,7 +442,7 @@ func (e *env) startRx(ctx context.Context, name string, q int) (running, error) 
 	g := &group{cancel: cancel}
 	for i := 0; i < d.NumRxQueues(); i++ {
 		rx := d.RxQueue(i)
-		g.goQueue(ctx, i, func(ctx context.Context) error {
+		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error {
 			rx.Fill(rx.NumFreeFillSlots())
 			for ctx.Err() == nil {
 				if _, err := rx.Poll(50 * time.Millisecond); err != nil {
@@ -259,17 +456,11 @@ func (e *env) startRx(ctx context.Context, name string, q int) (running, error) 
 			return nil
 		})
 	}
-	fd, err := e.feed.start(ctx, e.packetioTarget())
-	if err != nil {
-		g.wait()
-		d.Close()
-		return running{}, err
-	}
-	return running{count: total.Load, offered: fd.sent, stop: func() error { fd.stop(); err := g.wait(); d.Close(); return err }}, nil
+	return e.feedPacketio(ctx, r, d, &total, g.wait)
 }
 
-func (e *env) startFwd(ctx context.Context, name string, q int) (running, error) {
-	d, err := e.openBackend(name, q, q)
+func (e *env) startFwd(ctx context.Context, r *rig, name string) (running, error) {
+	d, err := e.openBackend(r, name, r.queues, r.queues)
 	if err != nil {
 		return running{}, err
 	}
@@ -278,7 +469,7 @@ func (e *env) startFwd(ctx context.Context, name string, q int) (running, error)
 		return running{}, fmt.Errorf("%w: %s cannot forward in place (HandsBackFrames %v, SharedRegion %v)", errSkip, name, c.HandsBackFrames, c.SharedRegion)
 	}
 	var fib forward.FIB
-	p, h, err := forward.ParseRoute(routedNet+","+e.macB.String(), e.macA)
+	p, h, err := forward.ParseRoute(routedNet.String()+","+sinkMAC.String(), r.macA)
 	if err == nil {
 		err = fib.Add(p, h)
 	}
@@ -292,15 +483,9 @@ func (e *env) startFwd(ctx context.Context, name string, q int) (running, error)
 	g := &group{cancel: cancel}
 	for i := 0; i < n; i++ {
 		rx, tx := d.RxQueue(i), d.TxQueue(i)
-		g.goQueue(ctx, i, func(ctx context.Context) error { return route(ctx, rx, tx, &fib, e.batch, &total) })
+		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error { return route(ctx, rx, tx, &fib, e.batch, &total) })
 	}
-	fd, err := e.feed.start(ctx, e.packetioTarget())
-	if err != nil {
-		g.wait()
-		d.Close()
-		return running{}, err
-	}
-	return running{count: total.Load, offered: fd.sent, stop: func() error { fd.stop(); err := g.wait(); d.Close(); return err }}, nil
+	return e.feedPacketio(ctx, r, d, &total, g.wait)
 }
 
 // route is the forwarding loop of one queue pair: receive, rewrite in
@@ -309,20 +494,22 @@ func (e *env) startFwd(ctx context.Context, name string, q int) (running, error)
 func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *forward.FIB, batch int, total *atomic.Uint64) error {
 	rx.Fill(rx.NumFreeFillSlots())
 	keep := make([]packetio.Desc, 0, batch)
+	drop := make([]packetio.Desc, 0, batch)
 	back := make([]packetio.Desc, 0, 4096)
 	for ctx.Err() == nil {
 		if _, err := rx.Poll(50 * time.Millisecond); err != nil {
 			return err
 		}
 		descs := rx.Receive(batch)
-		keep = keep[:0]
+		keep, drop = keep[:0], drop[:0]
 		for _, desc := range descs {
 			if fib.Forward(rx.Region().Frame(desc), desc.Options&packetio.OptL3ChecksumOK != 0) == forward.Forwarded {
 				keep = append(keep, desc)
 			} else {
-				rx.Recycle([]packetio.Desc{desc})
+				drop = append(drop, desc)
 			}
 		}
+		rx.Recycle(drop)
 		sent := tx.Transmit(keep)
 		rx.Recycle(keep[sent:]) // the ring was full: drop, but keep the frames
 		back = tx.Reclaim(1<<20, back[:0])
@@ -344,6 +531,8 @@ func packetioNote(name string) string {
 	switch name {
 	case "afpacket":
 		return "afpacket: TPACKET_V3 receive rings joined in a PACKET_FANOUT_HASH group, transmit rings with PACKET_QDISC_BYPASS; the kernel copies every frame"
+	case "afxdp":
+		return "afxdp: one XDP program in native mode on the veth steering " + steering().String() + " to one AF_XDP socket per queue over one shared UMEM, need-wakeup on, blocking in poll; copy mode (veth has no zero-copy), so the kernel copies every frame into the UMEM in softirq, and transmit builds an skb per frame"
 	case "dpdk":
 		return "dpdk: the packetio dpdk backend over DPDK's net_af_packet PMD (qpairs = queues) on the same veth; it copies every frame too"
 	}

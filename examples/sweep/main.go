@@ -1,6 +1,6 @@
 // Command sweep measures every packetio backend built into it through the
-// same three loops, transmit, receive and forward, on a veth pair between
-// two throwaway namespaces it makes itself, and writes the result as a
+// same three loops, transmit, receive and forward, on veth pairs between
+// throwaway namespaces it makes itself, and writes the result as a
 // Markdown table (stdout), CSV and an SVG bar chart.
 //
 // Every cell is the median over -passes of a fixed -window after a -warmup:
@@ -10,12 +10,21 @@
 // baseline that does not use packetio, plain kernel UDP sockets moving
 // batches with sendmmsg and recvmmsg (forward: a UDP relay), and every cell
 // carries its ratio to that baseline. Where dpdk-testpmd is installed, it
-// adds a testpmd column over DPDK's net_af_packet on the same veth.
+// adds two testpmd columns on the same veth, over DPDK's net_af_packet and
+// net_af_xdp drivers.
 //
-// Receive and forward are fed from the peer namespace. The source the
-// project specifies, the kernel's live-frames generator, needs BPF; this
-// build feeds with an afpacket transmitter on the peer instead and says so
-// in its output. The feeder interface is where the other source plugs in.
+// Receive and forward are fed from the peer namespace from inside its
+// kernel (afxdp/xdp/trafficgen: BPF_PROG_RUN with live frames, XDP_TX; one
+// generator per queue of the row), which offers several times what any
+// user-space sender on a veth can, so the receiver is what is measured. A
+// veth takes such frames only while its NAPI is on: an afxdp receiver's
+// native XDP program does that; for every other receiver the sweep turns
+// GRO on at the measured end for the cell (ETHTOOL_SGRO) and back off
+// after. -feeder afpacket feeds from a packet socket instead, without BPF.
+//
+// Workers are pinned, the same way for every column: the loop of queue q
+// on CPU q+1, the feeder's generator i on CPU i (modulo the CPUs there
+// are).
 //
 //	sudo go run ./examples/sweep
 //	sudo go run -tags dpdk ./examples/sweep -queues 1 -passes 5 -out /tmp/perf
@@ -40,7 +49,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -63,6 +71,7 @@ type options struct {
 	flows, batch   int
 	warmup, window time.Duration
 	testpmd        string // name or path; "" for none
+	feeder         string // feederLive or feederAfpacket
 	out, csv, svg  string
 }
 
@@ -125,9 +134,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&o.size, "size", 64, "frame size on the wire in bytes, FCS included (64 is a 60-byte frame)")
 	fs.IntVar(&o.flows, "flows", 64, "UDP flows (source ports) per sender, so fanout and SO_REUSEPORT spread them")
 	fs.IntVar(&o.batch, "batch", 256, "most packets per send or receive call, in every loop and the baseline")
-	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "time each cell runs before it is measured")
+	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "time each cell runs before it is measured")
 	fs.DurationVar(&o.window, "window", 2*time.Second, "time each cell is measured over")
-	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd column ("" for none); skipped with a note when not found`)
+	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd columns ("" for none); skipped with a note when not found`)
+	fs.StringVar(&o.feeder, "feeder", feederLive, "what feeds receive and forward: live (frames from inside the peer's kernel, needs BPF) or afpacket (a packet socket on the peer, slower than most receivers)")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
 	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
 	fs.StringVar(&o.svg, "svg", "", "SVG chart file (default: sweep.svg in the output directory)")
@@ -141,12 +151,15 @@ between two throwaway namespaces it makes and removes:
   receive   the peer floods the measured side; counted in its receive loop
   forward   the peer floods; the measured side rewrites each IPv4 frame in
             place (TTL, checksum, MACs) and sends it back out
-Receive and forward are fed by an afpacket transmitter on the peer (the
-kernel live-frames source the project specifies needs BPF).
+Receive and forward are fed from inside the peer's kernel (trafficgen:
+BPF_PROG_RUN live frames, XDP_TX, one generator per queue); receivers that
+attach no native XDP program get GRO on at the measured end for the cell,
+so the veth takes those frames. Loop q runs on CPU q+1, generator i on CPU i.
 Each cell: median Mpps over -passes windows, whole-machine cores (user, sys
 and softirq from /proc/stat, the feeder included) with the softirq share,
 and the ratio to a kernel UDP socket baseline (sendmmsg/recvmmsg) measured
-in the same pass. A testpmd column is added when dpdk-testpmd is installed.
+in the same pass. Two testpmd columns (net_af_packet, net_af_xdp) are added
+when dpdk-testpmd is installed.
 
 Output: the Markdown table on stdout; sweep.md, sweep.csv and sweep.svg in
 -out (default: a new directory under $TMPDIR); -csv and -svg name a file each.
@@ -197,6 +210,8 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 		return o, fmt.Errorf("-batch %d: 1 to 1024", o.batch)
 	case o.warmup < 0 || o.window < 100*time.Millisecond:
 		return o, errors.New("-warmup must not be negative and -window at least 100ms")
+	case !slices.Contains(feeders, o.feeder):
+		return o, fmt.Errorf("-feeder %q: one of %s", o.feeder, strings.Join(feeders, ", "))
 	}
 	return o, nil
 }
@@ -226,12 +241,15 @@ func commandLine() string {
 	return cmd
 }
 
-// run builds the pair and the feeder and measures every cell. It returns
+// run builds the pairs and the feeders and measures every cell. It returns
 // the table whenever it got as far as measuring, with an error if a cell
 // failed.
 func run(ctx context.Context, o options, command string, log io.Writer) (t *table, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the sweep makes veth pairs in throwaway namespaces: run it as root")
 	}
 	hadRunDir := exists(dpdkRunDir)
 	defer func() {
@@ -242,34 +260,25 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
 		}
 	}()
-	bed, err := testbed.Setup("", log)
-	if err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
+	e := &env{feeder: o.feeder, size: o.size - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
 	defer func() {
-		if cerr := bed.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("testbed: %w", cerr)
+		if cerr := e.close(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	macA, err := macIn(bed.In, bed.Name)
+	// The first pair now, so a machine that cannot make one fails here.
+	first, err := e.rig(o.queues[0])
 	if err != nil {
 		return nil, err
 	}
-	macB, err := macIn(bed.InPeer, bed.Peer)
-	if err != nil {
-		return nil, err
-	}
-	feed, err := newAfpacketFeeder(bed, macB, o.size-4, o.flows)
-	if err != nil {
-		return nil, err
-	}
-	defer feed.close()
-	e := &env{bed: bed, feed: feed, macA: macA, macB: macB, size: o.size - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window}
 
 	t = &table{header: machine(command)}
-	t.size, t.passes, t.warmup, t.window, t.feeder = o.size, o.passes, o.warmup.String(), o.window.String(), feed.describe()
-	t.notes = append(t.notes, "kernel: plain UDP sockets in the measured namespace, one per queue, sendmmsg/recvmmsg in batches of "+strconv.Itoa(o.batch)+
-		"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to the peer)")
+	t.size, t.passes, t.warmup, t.window, t.feeder = o.size, o.passes, o.warmup.String(), o.window.String(), first.feed.describe()
+	t.notes = append(t.notes,
+		fmt.Sprintf("placement, every column alike: the loop of queue q (a packetio worker, a kernel socket loop, testpmd's one forwarding lcore) on CPU q+1, the feeder's generator i on CPU i, modulo the %d CPUs; a queue's receive work in softirq runs where its frames were sent from, the feeder's CPU", len(e.cpus)),
+		fmt.Sprintf("what the measured side sends (transmit, and forward's next hop) goes to %s at %s, a MAC nobody owns (a permanent neighbour entry): the peer's kernel drops each frame at its first look, so on a veth, where the receiving kernel's work runs on the sender's CPU, the sender is measured and not the peer's IP stack", sinkIP, sinkMAC),
+		"kernel: plain UDP sockets in the measured namespace, one per queue, sendmmsg/recvmmsg in batches of "+strconv.Itoa(o.batch)+
+			"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to that address)")
 	columns := []string{colKernel}
 	for _, b := range o.backends {
 		columns = append(columns, b)
@@ -278,19 +287,17 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 	if !slices.Contains(backend.Names(), "dpdk") {
 		t.notes = append(t.notes, "dpdk: not built in (build with -tags dpdk for its column)")
 	}
-	pmd := ""
+	var tools testpmdTools
 	if o.testpmd != "" {
-		if p, err := exec.LookPath(o.testpmd); err != nil {
-			t.notes = append(t.notes, fmt.Sprintf("testpmd: column skipped, %s not found (Debian's dpdk package installs it)", o.testpmd))
-		} else if _, err := exec.LookPath("nsenter"); err != nil {
-			t.notes = append(t.notes, "testpmd: column skipped, nsenter not found (util-linux) to run it inside the namespace")
+		if tools, err = findTestpmd(o.testpmd); err != nil {
+			t.notes = append(t.notes, "testpmd: columns skipped, "+err.Error())
 		} else {
-			pmd = p
-			columns = append(columns, colTestpmd)
-			t.notes = append(t.notes, "testpmd: dpdk-testpmd over net_af_packet on the same veth, in the namespace, one forwarding lcore: txonly (UDP to the peer), rxonly, and mac forwarding (MACs rewritten, IP untouched) for forward; rate from its port counters, read once a second, so its window is at least "+testpmdMinWindow.String())
+			columns = append(columns, colTestpmdPacket, colTestpmdXDP)
+			t.notes = append(t.notes, "testpmd: "+tools.testpmd+" on the same veth, in the namespace, driven interactively with one forwarding lcore for every queue: txonly (UDP to the same address), rxonly, and mac forwarding (MACs rewritten, IP untouched, less work than the packetio router) for forward; "+
+				"its rate is its port counters (show port stats) read at both ends of the window; testpmd/af_packet is DPDK's net_af_packet (qpairs = queues), testpmd/af_xdp its net_af_xdp (queue_count = queues; the XDP program libxdp loads takes every frame of its queues); both drivers leave the interface promiscuous and bounce the link, which the sweep puts back after each run")
 		}
 	} else {
-		t.notes = append(t.notes, "testpmd: column not asked for (-testpmd \"\")")
+		t.notes = append(t.notes, "testpmd: columns not asked for (-testpmd \"\")")
 	}
 	for _, l := range o.loops {
 		for _, q := range o.queues {
@@ -307,23 +314,25 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			if c.note != "" && !c.failed { // skipped for good
 				continue
 			}
-			s, err := e.runCell(ctx, c, pmd)
+			began := time.Now()
+			s, err := e.runCell(ctx, c, tools)
+			took := time.Since(began).Seconds()
 			if ctx.Err() != nil {
 				return t, ctx.Err()
 			}
 			switch {
 			case errors.Is(err, errSkip):
 				c.note = err.Error()
-				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-8s skipped: %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
+				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-17s %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
 			case err != nil:
 				if !c.failed {
 					c.note, c.failed = "failed: "+err.Error(), true
 					failures = append(failures, fmt.Errorf("%s %dq %s: %w", c.loop, c.queues, c.column, err))
 				}
-				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-8s FAILED: %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
+				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-17s FAILED: %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
 			default:
 				c.passes = append(c.passes, s)
-				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-8s %7.3f Mpps  %.2f cores (%.2f softirq)\n", pass, o.passes, c.loop, c.queues, c.column, s.mpps, s.cores, s.softirq)
+				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-17s %7.3f Mpps  %.2f cores (%.2f softirq)  offered %.3f  (%.1fs)\n", pass, o.passes, c.loop, c.queues, c.column, s.mpps, s.cores, s.softirq, s.offered, took)
 			}
 		}
 	}
@@ -331,28 +340,30 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 }
 
 // runCell measures one pass of one cell.
-func (e *env) runCell(ctx context.Context, c *cell, testpmd string) (sample, error) {
-	var r running
-	var err error
-	switch c.column {
-	case colKernel:
-		r, err = e.startKernel(ctx, c.loop, c.queues)
-	case colTestpmd:
-		r, err = e.startTestpmd(ctx, testpmd, c.loop, c.queues)
+func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools) (sample, error) {
+	r, err := e.rig(c.queues)
+	if err != nil {
+		return sample{}, err
+	}
+	if err := addSink(r.bed); err != nil {
+		return sample{}, err
+	}
+	var subject running
+	switch {
+	case c.column == colKernel:
+		subject, err = e.startKernel(ctx, r, c.loop)
+	case isTestpmd(c.column):
+		subject, err = e.startTestpmd(ctx, r, tools, c.column, c.loop)
 	default:
-		r, err = e.startPacketio(ctx, c.column, c.loop, c.queues)
+		subject, err = e.startPacketio(ctx, r, c.column, c.loop)
 	}
 	if err != nil {
 		return sample{}, err
 	}
-	window := e.window
-	if c.column == colTestpmd {
-		window = max(window, testpmdMinWindow)
-	}
-	s, merr := measure(ctx, r, e.warmup, window)
-	serr := r.stop()
+	s, merr := measure(ctx, subject, e.warmup, e.window)
+	serr := subject.stop()
 	if merr != nil {
-		return sample{}, merr
+		return sample{}, errors.Join(merr, serr)
 	}
 	if serr != nil {
 		return sample{}, serr

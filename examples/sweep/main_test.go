@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,27 +17,63 @@ import (
 	"github.com/packetio/packetio/internal/testenv"
 )
 
-// links lists the interfaces of the test's own namespace.
-func links(t *testing.T) []string {
+// host is what the sweep must leave as it found it.
+type host struct {
+	links    []string // interfaces of the test's own namespace
+	bpf      int      // BPF objects this process holds
+	children []int    // processes whose parent is this one
+}
+
+func hostNow(t *testing.T) host {
 	t.Helper()
 	ifs, err := net.Interfaces()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var h host
 	for _, i := range ifs {
-		names = append(names, i.Name)
+		h.links = append(h.links, i.Name)
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(h.links)
+	fds, _ := filepath.Glob("/proc/self/fd/*")
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "anon_inode:bpf") {
+			h.bpf++
+		}
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	me := strconv.Itoa(os.Getpid())
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		// pid (comm) state ppid ...
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == me {
+				pid, _ := strconv.Atoi(strings.Fields(s)[0])
+				h.children = append(h.children, pid)
+			}
+		}
+	}
+	return h
 }
 
 // checkClean fails unless the host is as it was: the same interfaces, no
+// BPF program, link or map still held, no testpmd left running, no
 // testpmd runtime folders of this process.
-func checkClean(t *testing.T, before []string) {
+func checkClean(t *testing.T, before host) {
 	t.Helper()
-	if after := links(t); !slices.Equal(before, after) {
-		t.Errorf("interfaces before %v, after %v", before, after)
+	after := hostNow(t)
+	if !slices.Equal(before.links, after.links) {
+		t.Errorf("interfaces before %v, after %v", before.links, after.links)
+	}
+	if after.bpf > before.bpf {
+		t.Errorf("%d BPF objects held before, %d after", before.bpf, after.bpf)
+	}
+	if len(after.children) > len(before.children) {
+		t.Errorf("child processes before %v, after %v", before.children, after.children)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dpdkRunDir, testpmdPrefix()+"*")); len(left) > 0 {
 		t.Errorf("testpmd runtime folders left: %v", left)
@@ -44,13 +81,27 @@ func checkClean(t *testing.T, before []string) {
 }
 
 func tiny(dir string) options {
-	return options{backends: []string{"afpacket"}, loops: loops, queues: []int{1}, passes: 1, size: 64, flows: 8, batch: 64,
-		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, out: dir}
+	return options{backends: []string{"afpacket", "afxdp"}, loops: loops, queues: []int{1}, passes: 1, size: 64, flows: 8, batch: 64,
+		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, out: dir}
 }
 
+// rows returns the table's data rows.
+func rows(table string) []string {
+	var out []string
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| transmit") || strings.HasPrefix(l, "| receive") || strings.HasPrefix(l, "| forward") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestSweepSmoke: every loop on the kernel, afpacket and afxdp, fed from
+// inside the kernel, with the table, CSV and chart written and the host
+// left clean.
 func TestSweepSmoke(t *testing.T) {
-	testenv.NeedRoot(t)
-	before := links(t)
+	testenv.NeedBPF(t)
+	before := hostNow(t)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := sweepMain(context.Background(), tiny(dir), "sweep -test", &stdout, &stderr)
@@ -61,19 +112,29 @@ func TestSweepSmoke(t *testing.T) {
 	checkClean(t, before)
 
 	table := stdout.String()
-	for _, want := range []string{"## packetio sweep, ", "command: `sweep -test`", "fed by afpacket on the peer", "needs BPF",
+	for _, want := range []string{"## packetio sweep, ", "command: `sweep -test`", "fed from the peer from inside its kernel", "trafficgen",
 		"| loop | queues | column | Mpps |", "| transmit | 1 | kernel | ", "| receive | 1 | afpacket | ", "| forward | 1 | afpacket | ",
-		"testpmd: column not asked for"} {
+		"| receive | 1 | afxdp | ", "| forward | 1 | afxdp | ", "afxdp: one XDP program in native mode", "testpmd: columns not asked for"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	// Every cell measured: a number and a ratio on each packetio row.
-	for _, l := range strings.Split(table, "\n") {
-		if strings.HasPrefix(l, "| transmit") || strings.HasPrefix(l, "| receive") || strings.HasPrefix(l, "| forward") {
-			if f := strings.Split(l, "|"); len(f) < 6 || strings.TrimSpace(f[4]) == "—" || strings.TrimSpace(f[5]) == "—" {
-				t.Errorf("row without a number or ratio: %s", l)
-			}
+	if strings.Contains(table, "cannot load") {
+		t.Errorf("the table still says BPF cannot be loaded:\n%s", table)
+	}
+	// Every cell measured: a number, a ratio, and for receive and
+	// forward an offered rate.
+	rs := rows(table)
+	if len(rs) != 9 {
+		t.Fatalf("%d rows, want 9:\n%s", len(rs), table)
+	}
+	for _, l := range rs {
+		f := strings.Split(l, "|")
+		if len(f) < 9 || strings.TrimSpace(f[4]) == "—" || strings.TrimSpace(f[5]) == "—" {
+			t.Errorf("row without a number or ratio: %s", l)
+		}
+		if !strings.HasPrefix(l, "| transmit") && strings.TrimSpace(f[7]) == "—" {
+			t.Errorf("row without an offered rate: %s", l)
 		}
 	}
 	if md, err := os.ReadFile(filepath.Join(dir, "sweep.md")); err != nil || string(md) != table {
@@ -88,8 +149,8 @@ func TestSweepSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 1+3*2 {
-		t.Fatalf("%d CSV lines, want 7: %q", len(recs), recs)
+	if len(recs) != 1+3*3 {
+		t.Fatalf("%d CSV lines, want 10: %q", len(recs), recs)
 	}
 	for _, r := range recs[1:] {
 		if r[5] == "" || r[6] == "" || r[7] == "" {
@@ -100,17 +161,36 @@ func TestSweepSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(svg), "</title></rect>"); n != 6 {
-		t.Errorf("%d bars in the chart, want 6", n)
+	if n := strings.Count(string(svg), "</title></rect>"); n != 9 {
+		t.Errorf("%d bars in the chart, want 9", n)
+	}
+}
+
+// TestSweepAfpacketFeeder: -feeder afpacket, two queues, no GRO needed.
+func TestSweepAfpacketFeeder(t *testing.T) {
+	testenv.NeedRoot(t)
+	before := hostNow(t)
+	o := tiny(t.TempDir())
+	o.backends, o.loops, o.queues, o.feeder = []string{"afpacket"}, []string{loopRx}, []int{2}, feederAfpacket
+	var stdout, stderr bytes.Buffer
+	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
+	t.Logf("stderr:\n%s", stderr.String())
+	if code != exitOK {
+		t.Fatalf("exit code %d\n%s", code, stdout.String())
+	}
+	checkClean(t, before)
+	if !strings.Contains(stdout.String(), "fed by afpacket on the peer") || len(rows(stdout.String())) != 2 {
+		t.Errorf("table:\n%s", stdout.String())
 	}
 }
 
 func TestSweepInterrupted(t *testing.T) {
-	testenv.NeedRoot(t)
-	before := links(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	testenv.NeedBPF(t)
+	before := hostNow(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	o := tiny(t.TempDir())
+	o.loops = []string{loopRx} // interrupted with a feeder running and GRO on
 	o.window = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	if code := sweepMain(ctx, o, "sweep", &stdout, &stderr); code != exitInterrupted {
@@ -119,15 +199,17 @@ func TestSweepInterrupted(t *testing.T) {
 	checkClean(t, before)
 }
 
-func TestSweepTestpmdColumn(t *testing.T) {
-	testenv.NeedRoot(t)
+// TestSweepTestpmdColumns: both testpmd columns on one queue; on two, the
+// net_af_xdp one is skipped (a veth has no combined channels), not failed.
+func TestSweepTestpmdColumns(t *testing.T) {
+	testenv.NeedBPF(t)
 	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
-		testenv.CannotRun(t, "dpdk-testpmd is not installed (Debian's dpdk-dev package has it; make test installs it)")
+		testenv.CannotRun(t, "dpdk-testpmd is not installed (Debian's dpdk package has it; make test installs it)")
 		return
 	}
-	before := links(t)
+	before := hostNow(t)
 	o := tiny(t.TempDir())
-	o.loops, o.testpmd, o.backends = []string{loopTx, loopRx}, "dpdk-testpmd", nil
+	o.loops, o.queues, o.testpmd, o.backends = []string{loopTx, loopRx}, []int{1, 2}, "dpdk-testpmd", nil
 	var stdout, stderr bytes.Buffer
 	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
 	t.Logf("stderr:\n%s", stderr.String())
@@ -135,10 +217,15 @@ func TestSweepTestpmdColumn(t *testing.T) {
 		t.Fatalf("exit code %d\n%s", code, stdout.String())
 	}
 	checkClean(t, before)
-	for _, want := range []string{"| transmit | 1 | testpmd | ", "| receive | 1 | testpmd | "} {
-		i := strings.Index(stdout.String(), want)
-		if i < 0 || strings.HasPrefix(stdout.String()[i+len(want):], "—") {
-			t.Errorf("no testpmd number for %q:\n%s", want, stdout.String())
+	out := stdout.String()
+	for _, want := range []string{"| transmit | 1 | testpmd/af_packet | ", "| receive | 1 | testpmd/af_packet | ", "| transmit | 1 | testpmd/af_xdp | ",
+		"| receive | 1 | testpmd/af_xdp | ", "| receive | 2 | testpmd/af_packet | "} {
+		i := strings.Index(out, want)
+		if i < 0 || strings.HasPrefix(out[i+len(want):], "—") {
+			t.Errorf("no testpmd number for %q:\n%s", want, out)
 		}
+	}
+	if !strings.Contains(out, "| receive | 2 | testpmd/af_xdp | — | — | — | — | skipped: ") {
+		t.Errorf("testpmd/af_xdp on two queues not skipped:\n%s", out)
 	}
 }

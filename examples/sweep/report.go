@@ -35,7 +35,7 @@ type sample struct {
 // cell is one (loop, column, queue count) of the table.
 type cell struct {
 	loop   string
-	column string // colKernel, a backend name, or "testpmd"
+	column string // colKernel, a backend name, or a testpmd column
 	queues int
 	passes []sample
 	// note says why the cell has no number (skipped or failed), or adds
@@ -133,7 +133,7 @@ func (t *table) summaries() []summary {
 }
 
 // order sorts cells: loop, then queue count, then the kernel first, then
-// backends by name, testpmd last.
+// backends by name, the testpmd columns last.
 func (t *table) order() {
 	rank := func(c *cell) int {
 		for i, l := range loops {
@@ -144,11 +144,11 @@ func (t *table) order() {
 		return len(loops)
 	}
 	colRank := func(s string) string {
-		switch s {
-		case colKernel:
+		switch {
+		case s == colKernel:
 			return "0"
-		case colTestpmd:
-			return "2"
+		case isTestpmd(s):
+			return "2" + s
 		}
 		return "1" + s
 	}

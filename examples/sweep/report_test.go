@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"flag"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +87,8 @@ func fixture() *table {
 	}}
 	t.cells = []*cell{
 		{loop: loopFwd, column: "afpacket", queues: 1, passes: []sample{{0.8, 1.5, 0.7, 0.9}, {0.9, 1.6, 0.8, 0.9}, {0.7, 1.4, 0.6, 0.9}}},
-		{loop: loopTx, column: colTestpmd, queues: 1, passes: []sample{{0.9, 1, 0.5, nan}}},
+		{loop: loopTx, column: colTestpmdPacket, queues: 1, passes: []sample{{0.9, 1, 0.5, nan}}},
+		{loop: loopTx, column: colTestpmdXDP, queues: 1, passes: []sample{{0.95, 1, 0.5, nan}}},
 		{loop: loopTx, column: "afpacket", queues: 1, passes: []sample{{1.2, 1, 0.6, nan}, {1.0, 1.2, 0.7, nan}, {1.1, 1.1, 0.65, nan}}},
 		{loop: loopTx, column: colKernel, queues: 1, passes: []sample{{0.5, 1, 0.5, nan}, {0.55, 1, 0.5, nan}, {0.45, 1, 0.5, nan}}},
 		{loop: loopFwd, column: colKernel, queues: 1, note: "failed: boom", failed: true},
@@ -101,7 +104,7 @@ func TestOrder(t *testing.T) {
 	for _, c := range fixture().cells {
 		got = append(got, c.loop+"/"+c.column)
 	}
-	want := "transmit/kernel transmit/afpacket transmit/testpmd receive/kernel receive/afpacket forward/kernel forward/afpacket"
+	want := "transmit/kernel transmit/afpacket transmit/testpmd/af_packet transmit/testpmd/af_xdp receive/kernel receive/afpacket forward/kernel forward/afpacket"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("order %q\nwant  %q", strings.Join(got, " "), want)
 	}
@@ -122,10 +125,11 @@ func TestSummaries(t *testing.T) {
 	check(0, 0.5, 1, 1)     // the baseline against itself
 	check(1, 1.1, 2.2, 1.1) // medians of each measure
 	check(2, 0.9, 1.8, 1)   // one pass
-	check(4, nan, nan, nan) // skipped
-	check(6, 0.8, nan, 1.5) // its baseline failed: no ratio
-	if !math.IsNaN(sums[1].offered) || sums[6].offered != 0.9 {
-		t.Errorf("offered %v, %v", sums[1].offered, sums[6].offered)
+	check(3, 0.95, 1.9, 1)  // the other testpmd column
+	check(5, nan, nan, nan) // skipped
+	check(7, 0.8, nan, 1.5) // its baseline failed: no ratio
+	if !math.IsNaN(sums[1].offered) || sums[7].offered != 0.9 {
+		t.Errorf("offered %v, %v", sums[1].offered, sums[7].offered)
 	}
 }
 
@@ -169,7 +173,7 @@ func TestCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 8 || strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
+	if len(recs) != 9 || strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
 		t.Fatalf("csv %q", recs)
 	}
 	for _, r := range recs {
@@ -180,7 +184,10 @@ func TestCSV(t *testing.T) {
 	if got := strings.Join(recs[2], ","); got != "transmit,1,afpacket,64,3,1.1000,2.200,1.100,0.650,,1.2000;1.0000;1.1000," {
 		t.Errorf("afpacket row %q", got)
 	}
-	if got := strings.Join(recs[6], ","); got != "forward,1,kernel,64,0,,,,,,,failed: boom" {
+	if got := strings.Join(recs[4], ","); got != "transmit,1,testpmd/af_xdp,64,1,0.9500,1.900,1.000,0.500,,0.9500," {
+		t.Errorf("testpmd/af_xdp row %q", got)
+	}
+	if got := strings.Join(recs[7], ","); got != "forward,1,kernel,64,0,,,,,,,failed: boom" {
 		t.Errorf("failed row %q", got)
 	}
 }
@@ -196,8 +203,8 @@ func TestSVGGolden(t *testing.T) {
 		t.Fatal("not one svg element")
 	}
 	// One bar per measured cell, with its title.
-	if n := strings.Count(s, "</title></rect>"); n != 5 {
-		t.Errorf("%d bars, want 5", n)
+	if n := strings.Count(s, "</title></rect>"); n != 6 {
+		t.Errorf("%d bars, want 6", n)
 	}
 	for _, want := range []string{"transmit, 1q", "forward, 1q", ">2.20<", "afpacket transmit 1q: 1.100 Mpps"} {
 		if !strings.Contains(s, want) {
@@ -241,11 +248,17 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.queues) != 2 || o.passes != 3 || o.size != 64 || len(o.loops) != 3 || o.testpmd != "dpdk-testpmd" {
+	if len(o.queues) != 2 || o.passes != 3 || o.size != 64 || len(o.loops) != 3 || o.testpmd != "dpdk-testpmd" || o.feeder != feederLive {
 		t.Fatalf("defaults %+v", o)
 	}
+	if !slices.Contains(o.backends, "afxdp") || !slices.Contains(o.backends, "afpacket") {
+		t.Fatalf("default backends %v", o.backends)
+	}
+	if o, err := parse("-feeder", "afpacket"); err != nil || o.feeder != feederAfpacket {
+		t.Fatalf("-feeder afpacket: %+v, %v", o, err)
+	}
 	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-size", "60"}, {"-loops", "nope"},
-		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"extra"}} {
+		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
@@ -254,42 +267,56 @@ func TestParseFlags(t *testing.T) {
 
 func TestPmdParser(t *testing.T) {
 	p := newPmdParser()
-	t0 := time.Unix(100, 0)
-	block := func(at time.Duration, rx, tx string) {
-		when := t0.Add(at)
+	block := func(rx, tx string) {
 		for _, l := range []string{
+			"testpmd> show port stats 0",
 			"  ######################## NIC statistics for port 0  ########################",
 			"  RX-packets: " + rx + "          RX-missed: 0          RX-bytes:  0",
 			"  RX-errors: 0",
 			"  TX-packets: " + tx + "    TX-errors: 0          TX-bytes:  312731520",
 			"  Tx-pps:      1770913          Tx-bps:    850038512",
 		} {
-			p.line(l, when)
+			p.line(l)
 		}
 	}
-	block(0, "0", "1000000")
-	block(time.Second, "500000", "2000000")
-	block(2*time.Second, "1500000", "4000000")
-	p.line("  TX-packets: 99999999        TX-dropped: 0             TX-total: 99999999", t0.Add(3*time.Second)) // final summary: ignored
-	if got, ok := p.rate(t0, t0.Add(2*time.Second), false); !ok || got != 1.5 {
-		t.Errorf("tx rate %v %v, want 1.5", got, ok)
+	block("500", "1000000")
+	block("1500000", "4000000")
+	// The summary "stop" prints is not a reading.
+	p.line("  TX-packets: 99999999        TX-dropped: 0             TX-total: 99999999")
+	p.line("  RX-packets: 5              RX-dropped: 0             RX-total: 5")
+	if got := <-p.readings; got != (pmdStat{rx: 500, tx: 1000000}) {
+		t.Errorf("first reading %+v", got)
 	}
-	if got, ok := p.rate(t0.Add(time.Second), t0.Add(2*time.Second), true); !ok || got != 1 {
-		t.Errorf("rx rate %v %v, want 1", got, ok)
+	if got := <-p.readings; got != (pmdStat{rx: 1500000, tx: 4000000}) {
+		t.Errorf("second reading %+v", got)
 	}
-	// A window between readings takes the readings around it.
-	if got, ok := p.rate(t0.Add(1500*time.Millisecond), t0.Add(1800*time.Millisecond), false); !ok || got != 2 {
-		t.Errorf("tx rate around a short window %v %v, want 2", got, ok)
+	if len(p.readings) != 0 {
+		t.Errorf("%d readings too many", len(p.readings))
 	}
-	if _, ok := p.rate(t0.Add(2500*time.Millisecond), t0.Add(4*time.Second), false); ok {
-		t.Error("a rate with no reading after the window")
+	if !strings.Contains(p.lastLines(), "RX-total: 5") {
+		t.Errorf("last lines %q", p.lastLines())
+	}
+	boom := errors.New("boom")
+	if err := p.failure(boom); err != boom {
+		t.Errorf("failure with nothing said: %v", err)
+	}
+	p.line("init_internals(): Specified queue count 2 is larger than combined queue count 1.")
+	if err := p.failure(boom); !errors.Is(err, errSkip) || !strings.Contains(err.Error(), "combined queue count 1") {
+		t.Errorf("failure after the driver refused the queues: %v", err)
 	}
 }
 
 func TestTestpmdArgs(t *testing.T) {
-	got := strings.Join(testpmdArgs("/usr/bin/dpdk-testpmd", "pio1t1", "veth0", loopTx, 2, 60, "02:00:00:00:00:02"), " ")
-	for _, want := range []string{"--net=/proc/self/fd/3 /usr/bin/dpdk-testpmd --no-huge", "--file-prefix pio1t1", "--vdev=net_af_packet0,iface=veth0,qpairs=2",
-		"--forward-mode=txonly", "--txpkts=60", "--rxq=2 --txq=2", "--eth-peer=0,02:00:00:00:00:02"} {
+	tools := testpmdTools{testpmd: "/usr/bin/dpdk-testpmd", nsenter: "/usr/bin/nsenter", stdbuf: "/usr/bin/stdbuf"}
+	got := strings.Join(testpmdArgs(tools, "pio1t1", colTestpmdPacket, "veth0", loopTx, 2, 60, "02:00:00:00:00:02"), " ")
+	for _, want := range []string{"--net=/proc/self/fd/3 /usr/bin/stdbuf -oL /usr/bin/dpdk-testpmd --no-huge", "--file-prefix pio1t1", "--vdev=net_af_packet0,iface=veth0,qpairs=2",
+		"-- -i ", "--forward-mode=txonly", "--txpkts=60", "--rxq=2 --txq=2", "--eth-peer=0,02:00:00:00:00:02"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args lack %q: %s", want, got)
+		}
+	}
+	got = strings.Join(testpmdArgs(tools, "pio1t2", colTestpmdXDP, "veth0", loopFwd, 1, 60, "02:00:00:00:00:02"), " ")
+	for _, want := range []string{"--vdev=net_af_xdp0,iface=veth0,start_queue=0,queue_count=1", "--forward-mode=mac", "--port-topology=loop"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("args lack %q: %s", want, got)
 		}

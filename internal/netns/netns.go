@@ -120,13 +120,17 @@ func Create(opts ...Option) (p *Pair, err error) {
 		return p, fmt.Errorf("netns: netlink handle: %w", err)
 	}
 	defer ha.Close()
+	queues := max(c.queues, 1)
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: p.A.Link, MTU: c.mtu, NumTxQueues: c.queues, NumRxQueues: c.queues},
+		LinkAttrs:     netlink.LinkAttrs{Name: p.A.Link, MTU: c.mtu, NumTxQueues: queues, NumRxQueues: queues},
 		PeerName:      p.B.Link,
 		PeerNamespace: netlink.NsFd(int(p.B.ns)),
-	}
-	if c.queues > 1 {
-		veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(c.queues), uint32(c.queues)
+		// Both ends get the count explicitly: left to the kernel, a veth
+		// gets one transmit queue per CPU, and a frame sent on a queue the
+		// peer has no receive queue for bypasses the peer's native XDP
+		// program.
+		PeerNumTxQueues: uint32(queues),
+		PeerNumRxQueues: uint32(queues),
 	}
 	if err := ha.LinkAdd(veth); err != nil {
 		return p, fmt.Errorf("netns: add veth %s/%s: %w", p.A.Link, p.B.Link, err)

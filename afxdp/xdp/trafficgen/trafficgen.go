@@ -15,9 +15,15 @@
 // Linux 5.18 or later, root (CAP_BPF and CAP_NET_ADMIN), and an interface
 // whose driver can transmit XDP frames (ndo_xdp_xmit). A veth transmits
 // them only when its peer runs a native XDP program (an AF_XDP receiver
-// attached in native mode) or has GRO enabled; otherwise every run fails,
-// and Send says so. The generator sends in the network namespace that was
+// attached in native mode) or has GRO enabled; otherwise the kernel drops
+// every frame and the run still succeeds, so check the peer first (or count
+// what arrives). The generator sends in the network namespace that was
 // current on the thread that called New.
+//
+// Each Send is one BPF_PROG_RUN call, and each call sets up a page pool in
+// the kernel (about 30 ms here): large batches are cheap per frame, small
+// ones are not, and Run, which sends DefaultBatch frames a call, takes up to
+// a batch's time (about a second at 4 Mpps) to notice it should stop.
 package trafficgen
 
 import (

@@ -22,6 +22,10 @@ type Config struct {
 	// has one (afpacket: WithLowLatency). The polling backends (dpdk,
 	// mlx5) have no wait to shorten and ignore it.
 	LowLatency bool
+	// Placed says the example pins its own workers to CPUs, so a backend
+	// that would place them itself (afxdp) must leave them alone: one
+	// placement owner, never two.
+	Placed bool
 }
 
 // Opener opens a device on an interface (or a backend-specific name).
@@ -32,10 +36,31 @@ var (
 	// needsTag names the build tag of each cgo backend, for the message
 	// when it was not built in.
 	needsTag = map[string]string{"dpdk": "dpdk", "mlx5": "mlx5"}
+	// steers lists the backends that take only what a SteeringFilter
+	// names and leave the rest to the kernel. afpacket is a tap; dpdk as
+	// this registry opens it (net_af_packet over a kernel interface) has
+	// no flow engine and refuses matches.
+	steers = map[string]bool{"afxdp": true, "mlx5": true}
 )
 
 // Register adds a backend. It is called from init functions.
 func Register(name string, o Opener) { openers[name] = o }
+
+// Steers reports whether backend takes only what Config.Steering names,
+// leaving the rest with the kernel. An example that receives its own test
+// traffic steers exactly that traffic on such a backend (and nothing
+// else is taken from the kernel); on the others it gets everything the
+// interface sees and must pick its frames out itself.
+func Steers(backend string) bool { return steers[backend] }
+
+// Steering is f on a backend that steers and the zero filter (the
+// backend's default) on one that does not, where asking would be refused.
+func Steering(backend string, f packetio.SteeringFilter) packetio.SteeringFilter {
+	if Steers(backend) {
+		return f
+	}
+	return packetio.SteeringFilter{}
+}
 
 // Names lists the backends built into this program.
 func Names() []string {

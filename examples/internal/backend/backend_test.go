@@ -35,3 +35,19 @@ func TestAfpacketRefusesSteering(t *testing.T) {
 		t.Fatalf("afpacket not registered: %v", Names())
 	}
 }
+
+func TestSteers(t *testing.T) {
+	f := packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(0x88b5)}}
+	for _, tc := range []struct {
+		backend string
+		steers  bool
+	}{{"afxdp", true}, {"mlx5", true}, {"afpacket", false}, {"dpdk", false}, {"nosuch", false}} {
+		if got := Steers(tc.backend); got != tc.steers {
+			t.Errorf("Steers(%q) = %v", tc.backend, got)
+		}
+		got := Steering(tc.backend, f)
+		if tc.steers != (len(got.Match) == 1) {
+			t.Errorf("Steering(%q) = %v", tc.backend, got)
+		}
+	}
+}

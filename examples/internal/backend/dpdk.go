@@ -3,8 +3,10 @@
 package backend
 
 import (
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/dpdk"
@@ -12,10 +14,12 @@ import (
 
 func init() {
 	Register("dpdk", func(name string, c Config) (packetio.Device, error) {
-		// A plain interface name means DPDK's AF_PACKET driver on it; a
-		// PCI address or a vdev spec is passed as it is.
+		// A plain interface name means DPDK's AF_PACKET driver on it,
+		// one queue pair per queue, under a name of its own (one EAL
+		// serves every device of the process); a PCI address or a vdev
+		// spec is passed as it is.
 		if !strings.Contains(name, ",") && !strings.HasPrefix(name, "net_") && strings.Count(name, ":") < 2 {
-			name = "net_af_packet0,iface=" + name
+			name = fmt.Sprintf("net_af_packet%d,iface=%s,qpairs=%d", vdevs.Add(1)-1, name, max(c.TxQueues, c.RxQueues, 1))
 		}
 		opts := []dpdk.Option{dpdk.WithTxQueues(max(c.TxQueues, 1)), dpdk.WithRxQueues(c.RxQueues)}
 		if c.Frames > 0 {
@@ -33,6 +37,9 @@ func init() {
 		return dpdk.Open(name, opts...)
 	})
 }
+
+// vdevs numbers the AF_PACKET virtual devices this process makes.
+var vdevs atomic.Int64
 
 // hugePages reports whether the machine has free huge pages for the EAL.
 func hugePages() bool {

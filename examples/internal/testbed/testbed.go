@@ -6,6 +6,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -29,7 +30,19 @@ type Bed struct {
 
 	mu      sync.Mutex
 	devices []packetio.Device
+	undo    []func() error // host changes to put back, in order made
+	closed  bool
 }
+
+// Option changes the veth pair Setup makes (it has no effect on a named
+// interface).
+type Option func(*config)
+
+type config struct{ queues int }
+
+// WithQueues gives both ends of the pair n transmit and n receive queues
+// (default 1), for examples that drive several queues.
+func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
 
 // Addresses the throwaway pair carries, for examples that need IP.
 var (
@@ -39,18 +52,44 @@ var (
 
 // Setup returns a bed on iface, or on a new veth pair when iface is "". It
 // tells w what it is doing.
-func Setup(iface string, w io.Writer) (*Bed, error) {
+func Setup(iface string, w io.Writer, opts ...Option) (*Bed, error) {
 	if iface != "" {
 		return &Bed{Name: iface}, nil
+	}
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.queues < 0 || c.queues > 64 {
+		return nil, fmt.Errorf("testbed: %d queues: 1 to 64", c.queues)
 	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("no -i given, and making a veth pair in throwaway namespaces needs root")
 	}
-	p, err := netns.Create(netns.WithAddrs(AddrA, AddrB))
+	nopts := []netns.Option{netns.WithAddrs(AddrA, AddrB)}
+	if c.queues > 1 {
+		nopts = append(nopts, netns.WithQueues(c.queues))
+	}
+	p, err := netns.Create(nopts...)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "no -i: made veth pair %s <-> %s in two throwaway namespaces\n", p.A.Link, p.B.Link)
+	// Both ends run exactly the queues asked for. A veth made without a
+	// count gets one per CPU, and an end with more queues than the other
+	// hands some of its frames to queues the other has not got (which
+	// skip its XDP program) or to queues nobody bound.
+	want := max(c.queues, 1)
+	for _, h := range []*netns.Host{p.A, p.B} {
+		if err := h.Do(func() error { return setQueues(h.Link, want) }); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("testbed: %d queues on %s: %w", want, h.Link, err)
+		}
+	}
+	if c.queues > 1 {
+		fmt.Fprintf(w, "no -i: made veth pair %s <-> %s (%d queues each way) in two throwaway namespaces\n", p.A.Link, p.B.Link, c.queues)
+	} else {
+		fmt.Fprintf(w, "no -i: made veth pair %s <-> %s in two throwaway namespaces\n", p.A.Link, p.B.Link)
+	}
 	return &Bed{Name: p.A.Link, Peer: p.B.Link, pair: p}, nil
 }
 
@@ -111,20 +150,31 @@ func (b *Bed) open(h *netns.Host, name string, open func(string) (packetio.Devic
 	return d, nil
 }
 
-// Close closes every device opened through the bed and removes the pair.
-// It is safe to call more than once.
+// Close closes every device opened through the bed, puts back every host
+// setting changed through it (GRO), and removes the pair. It is safe to
+// call more than once.
 func (b *Bed) Close() error {
 	b.mu.Lock()
-	devs := b.devices
-	b.devices = nil
+	devs, undo := b.devices, b.undo
+	b.devices, b.undo = nil, nil
+	already := b.closed
+	b.closed = true
 	b.mu.Unlock()
+	var errs []error
 	for _, d := range devs {
 		d.Close()
 	}
-	if b.pair != nil {
-		return b.pair.Close()
+	for i := len(undo) - 1; i >= 0; i-- {
+		if err := undo[i](); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	if b.pair != nil && !already {
+		if err := b.pair.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Interrupted returns a context cancelled on SIGINT or SIGTERM, so a loop

@@ -3,6 +3,10 @@ package testbed
 import (
 	"io"
 	"testing"
+	"unsafe"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afpacket"
@@ -52,5 +56,143 @@ func TestNamedBedHasNoPeer(t *testing.T) {
 	}
 	if err := b.InPeer(func() error { return nil }); err == nil {
 		t.Fatal("InPeer on a named interface succeeded")
+	}
+}
+
+func TestQueuesAndGRO(t *testing.T) {
+	testenv.NeedRoot(t)
+	b, err := Setup("", io.Discard, WithQueues(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if q := queuesOf(t, b); q != 2 {
+		t.Fatalf("%d receive queues, want 2", q)
+	}
+	for _, h := range []struct {
+		in   func(func() error) error
+		name string
+	}{{b.In, b.Name}, {b.InPeer, b.Peer}} {
+		if rx, tx := channelsOf(t, h.in, h.name); rx != 2 || tx != 2 {
+			t.Errorf("%s runs %d receive and %d transmit queues, want 2 and 2", h.name, rx, tx)
+		}
+	}
+
+	for _, side := range []struct {
+		name string
+		set  func(bool) (func() error, error)
+		get  func() (bool, error)
+	}{{"own", b.GRO, b.GROOn}, {"peer", b.PeerGRO, b.PeerGROOn}} {
+		was, err := side.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		restore, err := side.set(!was)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now, _ := side.get(); now == was {
+			t.Fatalf("%s: GRO still %v", side.name, was)
+		}
+		if err := restore(); err != nil {
+			t.Fatal(err)
+		}
+		if err := restore(); err != nil {
+			t.Fatalf("second restore: %v", err)
+		}
+		if now, _ := side.get(); now != was {
+			t.Fatalf("%s: GRO %v after restore, was %v", side.name, now, was)
+		}
+		// Asking for what is already there changes nothing.
+		same, err := side.set(was)
+		if err != nil || same() != nil {
+			t.Fatalf("%s: no-op: %v", side.name, err)
+		}
+	}
+	// A change the caller never restores is put back by Close.
+	if _, err := b.GRO(true); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.undo) != 3 {
+		t.Fatalf("%d changes recorded, want 3", len(b.undo))
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GRO(true); err == nil {
+		t.Fatal("GRO changed on a closed bed")
+	}
+}
+
+// TestOneQueueBothEnds: a pair made without a count runs one queue each
+// way at both ends, whatever the CPU count.
+func TestOneQueueBothEnds(t *testing.T) {
+	testenv.NeedRoot(t)
+	b, err := Setup("", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, h := range []struct {
+		in   func(func() error) error
+		name string
+	}{{b.In, b.Name}, {b.InPeer, b.Peer}} {
+		if rx, tx := channelsOf(t, h.in, h.name); rx != 1 || tx != 1 {
+			t.Errorf("%s runs %d receive and %d transmit queues, want 1 and 1", h.name, rx, tx)
+		}
+	}
+}
+
+// channelsOf reads the queues an interface runs (ETHTOOL_GCHANNELS).
+func channelsOf(t *testing.T, in func(func() error) error, name string) (rx, tx int) {
+	t.Helper()
+	if err := in(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		ch := ethtoolChannels{cmd: ethtoolGChannels}
+		var ifr ifreqData
+		copy(ifr.name[:], name)
+		ifr.data = unsafe.Pointer(&ch)
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
+			return e
+		}
+		rx, tx = int(ch.rxCount), int(ch.txCount)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rx, tx
+}
+
+// queuesOf counts the receive queues of the bed's interface through
+// netlink in its namespace.
+func queuesOf(t *testing.T, b *Bed) int {
+	t.Helper()
+	var n int
+	if err := b.In(func() error {
+		l, err := netlink.LinkByName(b.Name)
+		if err == nil {
+			n = l.Attrs().NumRxQueues
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestGROOnlyOnOwnPair(t *testing.T) {
+	b, err := Setup("lo", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GRO(true); err == nil {
+		t.Fatal("GRO changed on an interface the program did not make")
+	}
+	if _, err := Setup("", io.Discard, WithQueues(100)); err == nil {
+		t.Fatal("100 queues accepted")
 	}
 }
