@@ -32,9 +32,22 @@
 // device segments and checksums (a packetio.OffloadTransmitter with
 // Capabilities().Offload, such as afpacket with WithGSO) such a packet goes
 // out as one frame with its offload metadata; elsewhere the endpoint cuts it
-// into MSS-sized segments straight into device frames and finishes every
-// checksum in software. A packet leaves on the transmit queue matching the
-// receive queue its flow last arrived on.
+// into MSS-sized segments straight into device frames. It finishes every
+// TCP checksum in software, unless the device finishes checksums without
+// segmenting (an OffloadTransmitter with Capabilities().TxChecksumOffload,
+// such as afxdp with WithTxChecksumOffload): then each frame carries a
+// checksum request and the device is never asked to segment. A packet
+// leaves on the transmit queue matching the receive queue its flow last
+// arrived on.
+//
+// # Which address
+//
+// Give the stack an address the kernel does not own on the interface, with
+// the interface's MAC. On afpacket, a tap, the kernel would otherwise reset
+// the stack's connections. On afxdp the kernel keeps the interface and sees
+// only what the XDP program leaves it; package afxdpsteer builds steering
+// that takes the stack's own traffic and its own ARP and neighbour
+// discovery, and nothing of the kernel's. The README says more.
 //
 // A full transmit queue is waited on for up to Config.TxWait, then the
 // packet is dropped and counted (Stats.TxDropped); TCP retransmits it. A

@@ -23,6 +23,9 @@ type endpoint struct {
 	mtu    atomic.Uint32
 	gsoMax uint32
 	gso    stack.SupportedGSO
+	// segOffload is true when every transmit queue takes a 64 KiB TCP
+	// packet as one frame and the device cuts the segments.
+	segOffload bool
 
 	tx []*txQueue
 	rx []*rxLoop
@@ -69,21 +72,21 @@ func newEndpoint(dev packetio.Device, cfg *resolved, fail func(error)) *endpoint
 	if len(e.tx) > 1 {
 		e.flows = make([]atomic.Uint32, flowTableSize)
 	}
+	e.segOffload = e.allOffload()
 	e.gso, e.gsoMax = e.chooseGSO()
 	return e
 }
 
 // chooseGSO decides whether the stack may hand down TCP packets of up to
 // 64 KiB. Every queue must be able to take the frames of the largest one at
-// once: one frame each where the device segments (OffloadTransmitter with
-// Capabilities().Offload and a frame big enough), else one per MSS-sized
-// segment, with half of the smallest queue as the limit.
+// once: one frame each where the device segments (segOffload), else one per
+// MSS-sized segment, with half of the smallest queue as the limit.
 func (e *endpoint) chooseGSO() (stack.SupportedGSO, uint32) {
 	if e.cfg.NoGSO {
 		return stack.GSONotSupported, 0
 	}
-	if e.allOffload() {
-		return stack.HostGSOSupported, uint32(min(1<<16, e.caps.MaxFrameSize-e.cfg.hdrLen))
+	if e.segOffload {
+		return stack.HostGSOSupported, uint32(e.offloadGSOSize())
 	}
 	budget := 1 << 30
 	for _, q := range e.tx {
@@ -100,10 +103,29 @@ func (e *endpoint) chooseGSO() (stack.SupportedGSO, uint32) {
 	return stack.HostGSOSupported, uint32(size)
 }
 
-// allOffload reports whether every transmit queue takes a whole 64 KiB
-// super-frame with segmentation and checksum metadata.
+// gsoSlack is how far the largest TCP packet the stack builds for a GSO
+// size G can exceed G, before the link header: gVisor's TCP takes at most
+// G - 61 bytes of payload (header.TCPTotalHeaderMaximumSize + 1 below G)
+// and adds up to 60 of TCP header and 60 of IP header.
+const gsoSlack = 60 + 60 - (header.TCPTotalHeaderMaximumSize + 1)
+
+// minOffloadGSO is the smallest GSO size worth handing a segmenting
+// device; with frames too small for it the endpoint cuts segments itself.
+const minOffloadGSO = 16 << 10
+
+// offloadGSOSize is the GSO size for a segmenting device: the largest
+// packet the stack then builds fits one frame.
+func (e *endpoint) offloadGSOSize() int {
+	return min(1<<16, e.caps.MaxFrameSize-e.cfg.hdrLen-gsoSlack)
+}
+
+// allOffload reports whether every transmit queue takes a TCP super-frame
+// of the GSO size as one frame, with segmentation and checksum metadata. A
+// device with checksum offload only (Capabilities().TxChecksumOffload
+// without Offload, such as afxdp) does not: it refuses segmentation, and
+// gets segments cut here with their checksums left to it.
 func (e *endpoint) allOffload() bool {
-	if !e.caps.Offload || e.caps.MaxFrameSize < (1<<16)+e.cfg.hdrLen {
+	if !e.caps.Offload || e.offloadGSOSize() < minOffloadGSO {
 		return false
 	}
 	for _, q := range e.tx {

@@ -89,6 +89,28 @@ func stackPair(t *testing.T, cfgA, cfgB Config, opts ...pipe.Option) (*Stack, *S
 	return newStack(t, da, cfgA), newStack(t, db, cfgB)
 }
 
+// echoBothFamilies serves an echo on port 7 of a and has b echo n random
+// bytes through it over IPv4 (10.0.0.1) and over IPv6 (fd00::1), one
+// connection each, then closes the listener and waits for the server.
+func echoBothFamilies(t *testing.T, a, b *Stack, n int) {
+	t.Helper()
+	l, err := a.Listen("tcp", ":7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := echoServer(t, l)
+	for _, addr := range []string{"10.0.0.1:7", "[fd00::1]:7"} {
+		c, err := b.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, c, randomBytes(t, n))
+		c.Close()
+	}
+	l.Close()
+	<-done
+}
+
 // echoServer accepts connections on l and echoes each until EOF, then
 // closes it. It stops when l is closed; the returned channel then closes.
 func echoServer(t *testing.T, l net.Listener) <-chan struct{} {

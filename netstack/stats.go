@@ -41,6 +41,9 @@ type Stats struct {
 	GSOPackets, GSOFrames uint64
 	// OffloadPackets counts packets the device was asked to segment.
 	OffloadPackets uint64
+	// OffloadChecksums counts frames, not segmented by the device, whose
+	// TCP checksum the device was asked to finish.
+	OffloadChecksums uint64
 	// TxWaits counts packets that found their queue full and waited.
 	TxWaits uint64
 	// TxDropped counts frames dropped because the queue stayed full for
@@ -71,33 +74,34 @@ type counters struct {
 
 	txPackets, txFrames, txBytes, gsoPackets, gsoFrames atomic.Uint64
 	offloadPackets, txWaits, txDropped, txPartial       atomic.Uint64
-	txTooBig, unknownMAC                                atomic.Uint64
+	offloadChecksums, txTooBig, unknownMAC              atomic.Uint64
 }
 
 func (c *counters) load() Stats {
 	return Stats{
-		RxPackets:      c.rxPackets.Load(),
-		RxBytes:        c.rxBytes.Load(),
-		RxSuperFrames:  c.rxSuperFrames.Load(),
-		RxBadChecksum:  c.rxBadCsum.Load(),
-		RxFragments:    c.rxFragments.Load(),
-		RxWrongVLAN:    c.rxWrongVLAN.Load(),
-		RxNotIP:        c.rxNotIP.Load(),
-		RxRunt:         c.rxRunt.Load(),
-		RxOtherHost:    c.rxOtherHost.Load(),
-		RxOwnEcho:      c.rxOwnEcho.Load(),
-		RxChained:      c.rxChained.Load(),
-		RxTooLong:      c.rxTooLong.Load(),
-		TxPackets:      c.txPackets.Load(),
-		TxFrames:       c.txFrames.Load(),
-		TxBytes:        c.txBytes.Load(),
-		GSOPackets:     c.gsoPackets.Load(),
-		GSOFrames:      c.gsoFrames.Load(),
-		OffloadPackets: c.offloadPackets.Load(),
-		TxWaits:        c.txWaits.Load(),
-		TxDropped:      c.txDropped.Load(),
-		TxPartial:      c.txPartial.Load(),
-		TxTooBig:       c.txTooBig.Load(),
-		UnknownMAC:     c.unknownMAC.Load(),
+		RxPackets:        c.rxPackets.Load(),
+		RxBytes:          c.rxBytes.Load(),
+		RxSuperFrames:    c.rxSuperFrames.Load(),
+		RxBadChecksum:    c.rxBadCsum.Load(),
+		RxFragments:      c.rxFragments.Load(),
+		RxWrongVLAN:      c.rxWrongVLAN.Load(),
+		RxNotIP:          c.rxNotIP.Load(),
+		RxRunt:           c.rxRunt.Load(),
+		RxOtherHost:      c.rxOtherHost.Load(),
+		RxOwnEcho:        c.rxOwnEcho.Load(),
+		RxChained:        c.rxChained.Load(),
+		RxTooLong:        c.rxTooLong.Load(),
+		TxPackets:        c.txPackets.Load(),
+		TxFrames:         c.txFrames.Load(),
+		TxBytes:          c.txBytes.Load(),
+		GSOPackets:       c.gsoPackets.Load(),
+		GSOFrames:        c.gsoFrames.Load(),
+		OffloadPackets:   c.offloadPackets.Load(),
+		OffloadChecksums: c.offloadChecksums.Load(),
+		TxWaits:          c.txWaits.Load(),
+		TxDropped:        c.txDropped.Load(),
+		TxPartial:        c.txPartial.Load(),
+		TxTooBig:         c.txTooBig.Load(),
+		UnknownMAC:       c.unknownMAC.Load(),
 	}
 }

@@ -26,20 +26,34 @@ type txQueue struct {
 	e   *endpoint
 	idx int
 	q   packetio.TxQueue
-	off packetio.OffloadTransmitter // nil unless the device segments and checksums
+	// off takes offload metadata: nil unless the device finishes
+	// checksums (Capabilities().Offload or TxChecksumOffload). It is
+	// handed segmentation only when the endpoint's segOffload says the
+	// device segments; a checksum-only device gets segments cut here,
+	// each with its checksum left for the device to finish.
+	off packetio.OffloadTransmitter
 
 	mu     sync.Mutex
 	closed bool
-	offs   [1]packetio.Offload
-	hdr    [256]byte // header template while segmenting
+	offs   []packetio.Offload // one per frame of the packet being sent
+	hdr    [256]byte          // header template while segmenting
 }
 
 func newTxQueue(e *endpoint, i int, q packetio.TxQueue) *txQueue {
-	t := &txQueue{e: e, idx: i, q: q}
-	if o, ok := q.(packetio.OffloadTransmitter); ok && e.caps.Offload {
+	t := &txQueue{e: e, idx: i, q: q, offs: make([]packetio.Offload, 1)}
+	if o, ok := q.(packetio.OffloadTransmitter); ok && (e.caps.Offload || e.caps.TxChecksumOffload) {
 		t.off = o
 	}
 	return t
+}
+
+// offloads returns q.offs with n entries, growing it (once per new high
+// mark, never per packet in the steady state).
+func (q *txQueue) offloads(n int) []packetio.Offload {
+	if cap(q.offs) < n {
+		q.offs = make([]packetio.Offload, n)
+	}
+	return q.offs[:n]
 }
 
 // WritePackets implements stack.LinkWriter. Each packet leaves on the
@@ -89,7 +103,7 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 	dataLen := pkt.Data().Size()
 	size := pkt.Size()
 	segs := 1
-	if isTCPGSO && q.off == nil && gso.MSS > 0 && dataLen > int(gso.MSS) {
+	if isTCPGSO && !e.segOffload && gso.MSS > 0 && dataLen > int(gso.MSS) {
 		segs = (dataLen + int(gso.MSS) - 1) / int(gso.MSS)
 	} else if size > e.caps.MaxFrameSize {
 		st.txTooBig.Add(1)
@@ -109,22 +123,33 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 		return &tcpip.ErrNoBufferSpace{}
 	}
 	region := q.q.Region()
+	l4 := e.cfg.hdrLen + len(pkt.NetworkHeader().Slice())
 	var bytes uint64
-	var accepted int
+	var offs []packetio.Offload // nil: an ordinary Transmit
 	switch {
 	case segs > 1:
-		bytes = q.segment(pkt, descs, region)
-		accepted = q.q.Transmit(descs)
+		// Cut here; a device that finishes checksums gets each
+		// segment's pseudo-header sum and a checksum request.
+		csum := q.off != nil
+		bytes = q.segment(pkt, descs, region, csum)
+		if csum {
+			offs = q.offloads(segs)
+			for i := range offs {
+				offs[i] = packetio.Offload{Flags: packetio.OffloadNeedsCsum, CsumStart: uint16(l4), CsumOff: uint16(gso.CsumOffset)}
+			}
+		}
 		st.gsoPackets.Add(1)
 		st.gsoFrames.Add(uint64(segs))
 	default:
 		frame := region.Writable(descs[0])
 		n := copyPacket(frame, pkt)
-		l4 := e.cfg.hdrLen + len(pkt.NetworkHeader().Slice())
-		q.offs[0] = packetio.Offload{}
+		if q.off != nil {
+			offs = q.offloads(1)
+			offs[0] = packetio.Offload{}
+		}
 		if isTCPGSO {
 			if q.off != nil {
-				q.offs[0] = offloadFor(gso, l4, pkt.HeaderSize(), dataLen)
+				offs[0] = offloadFor(gso, l4, pkt.HeaderSize(), dataLen, e.segOffload)
 			} else {
 				finishTCPChecksum(frame[e.cfg.hdrLen:size], l4-e.cfg.hdrLen, gso.Type == stack.GSOTCPv6)
 			}
@@ -135,21 +160,26 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 		}
 		descs[0].Len = uint32(n)
 		bytes = uint64(n)
-		if q.off != nil {
-			var err error
-			accepted, err = q.off.TransmitOffload(descs, q.offs[:])
-			if err != nil {
-				q.q.Free(descs)
-				st.txDropped.Add(1)
-				e.fail(fmt.Errorf("netstack: transmit queue %d: %w", q.idx, err))
-				return &tcpip.ErrClosedForSend{}
-			}
-			if q.offs[0].Segmented() {
-				st.offloadPackets.Add(1)
-			}
-		} else {
-			accepted = q.q.Transmit(descs)
+	}
+	var accepted int
+	if offs != nil {
+		var err error
+		accepted, err = q.off.TransmitOffload(descs, offs)
+		if err != nil {
+			q.q.Free(descs)
+			st.txDropped.Add(uint64(segs))
+			e.fail(fmt.Errorf("netstack: transmit queue %d: %w", q.idx, err))
+			return &tcpip.ErrClosedForSend{}
 		}
+		for _, o := range offs[:accepted] {
+			if o.Segmented() {
+				st.offloadPackets.Add(1)
+			} else if o.Flags&packetio.OffloadNeedsCsum != 0 {
+				st.offloadChecksums.Add(1)
+			}
+		}
+	} else {
+		accepted = q.q.Transmit(descs)
 	}
 	if accepted < segs {
 		q.q.Free(descs[accepted:])
@@ -201,15 +231,16 @@ func (q *txQueue) room(n int) bool {
 }
 
 // offloadFor describes a TCP packet to a device that finishes checksums
-// and cuts segments.
-func offloadFor(gso stack.GSO, l4, hdrLen, dataLen int) packetio.Offload {
+// and, when segment is true, cuts segments. The checksum field holds the
+// pseudo-header sum the stack put there.
+func offloadFor(gso stack.GSO, l4, hdrLen, dataLen int, segment bool) packetio.Offload {
 	o := packetio.Offload{
 		Flags:     packetio.OffloadNeedsCsum,
 		HdrLen:    uint16(hdrLen),
 		CsumStart: uint16(l4),
 		CsumOff:   uint16(gso.CsumOffset),
 	}
-	if dataLen > int(gso.MSS) {
+	if segment && dataLen > int(gso.MSS) {
 		o.GSOType = packetio.OffloadGSOTCPv4
 		if gso.Type == stack.GSOTCPv6 {
 			o.GSOType = packetio.OffloadGSOTCPv6
@@ -223,7 +254,9 @@ func offloadFor(gso stack.GSO, l4, hdrLen, dataLen int) packetio.Offload {
 // straight into descs, and returns the bytes built. Each segment gets its
 // own IP length (and IPv4 ID and header checksum), sequence number and TCP
 // checksum; FIN and PSH stay on the last segment only, CWR on the first.
-func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region) uint64 {
+// With partial set the TCP checksum field gets only the pseudo-header sum,
+// for the device to finish (CHECKSUM_PARTIAL).
+func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region, partial bool) uint64 {
 	lh := q.e.cfg.hdrLen
 	nh := len(pkt.NetworkHeader().Slice())
 	th := len(pkt.TransportHeader().Slice())
@@ -274,8 +307,13 @@ func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region
 			f &^= header.TCPFlagCwr
 		}
 		ft.SetFlags(uint8(f))
-		ft.SetChecksum(0)
-		ft.SetChecksum(^checksum.Checksum(ft, pseudoSum(addrSum, uint8(header.TCPProtocolNumber), th+chunk)))
+		sum := pseudoSum(addrSum, uint8(header.TCPProtocolNumber), th+chunk)
+		if partial {
+			ft.SetChecksum(sum)
+		} else {
+			ft.SetChecksum(0)
+			ft.SetChecksum(^checksum.Checksum(ft, sum))
+		}
 		n := hl + chunk
 		if n < minFrame {
 			clear(frame[n:minFrame])

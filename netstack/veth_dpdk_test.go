@@ -12,6 +12,7 @@ import (
 	"github.com/packetio/packetio/dpdk"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/netstack/afxdpsteer"
 )
 
 // With -tags dpdk the veth tests also run the stack over DPDK's AF_PACKET
@@ -45,7 +46,7 @@ func init() {
 	vethModes = append(vethModes, vethMode{
 		name:   "dpdk-net_af_packet",
 		warmup: startEAL,
-		open: func(h *netns.Host) (packetio.Device, error) {
+		open: func(h *netns.Host, _ afxdpsteer.Traffic) (packetio.Device, error) {
 			name := fmt.Sprintf("net_af_packet%d,iface=%s", dpdkPort.Add(1), h.Link)
 			return dpdk.Open(name, append(eal, dpdk.WithRxQueues(1))...)
 		},

@@ -9,7 +9,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/packetio/packetio/afpacket"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/netstack/afxdpsteer"
 )
 
 // The veth tests put a stack on one end of a veth pair (host A) through a
@@ -31,7 +35,8 @@ import (
 // owns: A's kernel ignores ARP for it and drops TCP to it, where with A's
 // own address 10.9.0.1 it would answer every SYN to the stack's ports with
 // a reset. The stack uses A's MAC, so B's frames reach A's interface
-// without promiscuous mode.
+// without promiscuous mode. The afxdp modes use the same addresses, for the
+// reasons in veth_afxdp_test.go.
 var (
 	vethKernelA = mustPrefix("10.9.0.1/24")
 	vethKernelB = mustPrefix("10.9.0.2/24")
@@ -45,7 +50,13 @@ var (
 // vethMode is how the backend is opened.
 type vethMode struct {
 	name string
-	open func(h *netns.Host) (packetio.Device, error)
+	// open opens the device on h, inside h's namespace. need is what the
+	// subtest will send the stack, for a backend that steers (afxdp);
+	// taps ignore it.
+	open func(h *netns.Host, need afxdpsteer.Traffic) (packetio.Device, error)
+	// need, when set, stops a test the machine cannot run (a skip with
+	// the reason, a failure under PACKETIO_CONFORM_REQUIRED).
+	need func(t *testing.T)
 	// peerTxOff turns off transmit checksum offload (and with it TSO) on
 	// the kernel's end, for devices that cannot take its super-frames or
 	// partial checksums.
@@ -59,12 +70,17 @@ type vethMode struct {
 	// warmup, when set, runs before the goroutine baseline is taken, to
 	// start what a backend keeps for the whole process (DPDK's EAL).
 	warmup func(t *testing.T)
+	// queues is the number of queues of each veth end (default 1).
+	queues int
+	// csumOffload is true when the device finishes the stack's TCP
+	// checksums without segmenting (checksum-only offload).
+	csumOffload bool
 }
 
 var vethModes = []vethMode{
 	{
 		name: "afpacket-gso",
-		open: func(h *netns.Host) (packetio.Device, error) {
+		open: func(h *netns.Host, _ afxdpsteer.Traffic) (packetio.Device, error) {
 			return afpacket.Open(h.Link, afpacket.WithGSO())
 		},
 		offload: true,
@@ -74,7 +90,7 @@ var vethModes = []vethMode{
 		// segments again (GRO) and hands the device super-frames with a
 		// partial checksum, as it does behind a NIC with GRO.
 		name: "afpacket-gso-kernel-gro",
-		open: func(h *netns.Host) (packetio.Device, error) {
+		open: func(h *netns.Host, _ afxdpsteer.Traffic) (packetio.Device, error) {
 			return afpacket.Open(h.Link, afpacket.WithGSO())
 		},
 		peerTxOff: true,
@@ -83,7 +99,7 @@ var vethModes = []vethMode{
 	},
 	{
 		name: "afpacket",
-		open: func(h *netns.Host) (packetio.Device, error) {
+		open: func(h *netns.Host, _ afxdpsteer.Traffic) (packetio.Device, error) {
 			return afpacket.Open(h.Link)
 		},
 		peerTxOff: true,
@@ -92,7 +108,7 @@ var vethModes = []vethMode{
 		// Two queues each way: a fanout group spreads flows over the
 		// receive queues and replies follow them.
 		name: "afpacket-gso-2-queues",
-		open: func(h *netns.Host) (packetio.Device, error) {
+		open: func(h *netns.Host, _ afxdpsteer.Traffic) (packetio.Device, error) {
 			return afpacket.Open(h.Link, afpacket.WithGSO(), afpacket.WithQueues(2), afpacket.WithFrames(512))
 		},
 		offload: true,
@@ -100,14 +116,24 @@ var vethModes = []vethMode{
 }
 
 // vethStackOn makes the pair, opens the device on A inside A's namespace
-// and starts a stack on it.
-func vethStackOn(t *testing.T, m vethMode) (*netns.Pair, *Stack) {
+// for the traffic need names and starts a stack on it.
+func vethStackOn(t *testing.T, m vethMode, need afxdpsteer.Traffic) (*netns.Pair, *Stack) {
 	t.Helper()
+	pair := vethPair(t, m)
+	return pair, vethStartStack(t, m, pair, need)
+}
+
+// vethPair makes the pair and sets the kernel's offloads as m wants them.
+func vethPair(t *testing.T, m vethMode) *netns.Pair {
+	t.Helper()
+	if m.need != nil {
+		m.need(t)
+	}
 	if m.warmup != nil {
 		m.warmup(t)
 	}
 	checkGoroutines(t)
-	pair := netns.New(t, netns.WithAddrs(vethKernelA, vethKernelB), netns.WithIPv6())
+	pair := netns.New(t, netns.WithAddrs(vethKernelA, vethKernelB), netns.WithIPv6(), netns.WithQueues(max(m.queues, 1)))
 	if err := pair.B.Do(func() error { return addNoDAD(pair.B.Link, vethKernelB6) }); err != nil {
 		t.Fatal(err)
 	}
@@ -117,17 +143,24 @@ func vethStackOn(t *testing.T, m vethMode) (*netns.Pair, *Stack) {
 	if m.groOnA {
 		ethtool(t, pair.A, "gro", "on")
 	}
+	return pair
+}
+
+// vethStartStack opens the device on A for the traffic need names (to the
+// stack's addresses) and starts a stack on it.
+func vethStartStack(t *testing.T, m vethMode, pair *netns.Pair, need afxdpsteer.Traffic) *Stack {
+	t.Helper()
+	need.Addrs = []netip.Addr{vethStack.Addr(), vethStack6.Addr()}
 	var dev packetio.Device
 	if err := pair.A.Do(func() error {
 		var err error
-		dev, err = m.open(pair.A)
+		dev, err = m.open(pair.A, need)
 		return err
 	}); err != nil {
 		t.Fatalf("open %s on %s: %v", m.name, pair.A.Link, err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	s := newStack(t, dev, Config{Addr: vethStack, Addr6: vethStack6, MAC: pair.A.MAC})
-	return pair, s
+	return newStack(t, dev, Config{Addr: vethStack, Addr6: vethStack6, MAC: pair.A.MAC})
 }
 
 // addNoDAD gives link an IPv6 address that is usable at once (no duplicate
@@ -177,6 +210,65 @@ func ethtool(t *testing.T, h *netns.Host, features ...string) {
 	}
 }
 
+// kernelChecksumErrors reads the checksum failures h's kernel counted (TCP
+// of both families, UDP, UDP over IPv6), from inside its namespace.
+func kernelChecksumErrors(t *testing.T, h *netns.Host) map[string]uint64 {
+	t.Helper()
+	got := map[string]uint64{}
+	if err := h.Do(func() error {
+		// thread-self: /proc/self/net would be the namespace of the
+		// process's main thread, not of this one.
+		snmp, err := os.ReadFile("/proc/thread-self/net/snmp")
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(string(snmp), "\n")
+		for i := 0; i+1 < len(lines); i++ {
+			names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+			if len(names) == 0 || len(names) != len(values) || names[0] != values[0] {
+				continue
+			}
+			proto := strings.TrimSuffix(names[0], ":")
+			if proto != "Tcp" && proto != "Udp" {
+				continue
+			}
+			for j, n := range names {
+				if n == "InCsumErrors" {
+					got[proto], _ = strconv.ParseUint(values[j], 10, 64)
+				}
+			}
+		}
+		snmp6, err := os.ReadFile("/proc/thread-self/net/snmp6")
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(snmp6), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "Udp6InCsumErrors" {
+				got["Udp6"], _ = strconv.ParseUint(f[1], 10, 64)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("read %s's counters: %v", h.Link, err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("checksum counters of %s: found only %v", h.Link, got)
+	}
+	return got
+}
+
+// checkKernelClean fails if B's kernel found a bad TCP or UDP checksum in
+// what the stack sent: a checksum the device was asked to finish, or one
+// the endpoint computed, that does not add up.
+func checkKernelClean(t *testing.T, h *netns.Host) {
+	t.Helper()
+	for proto, n := range kernelChecksumErrors(t, h) {
+		if n != 0 {
+			t.Errorf("%s's kernel counted %d %s checksum errors in what the stack sent", h.Link, n, proto)
+		}
+	}
+}
+
 // kernelDial connects from B's kernel.
 func kernelDial(t *testing.T, h *netns.Host, network, addr string) net.Conn {
 	t.Helper()
@@ -207,7 +299,7 @@ func TestIntegrationVeth(t *testing.T) {
 // A kernel TCP client talks to a netstack server: 200 small round trips,
 // byte-exact, then 4 MiB each way.
 func vethKernelClient(t *testing.T, m vethMode, f family) {
-	pair, s := vethStackOn(t, m)
+	pair, s := vethStackOn(t, m, afxdpsteer.Traffic{TCPPorts: []uint16{7}})
 	l, err := s.Listen(f.tcp, ":7")
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +325,7 @@ func vethKernelClient(t *testing.T, m vethMode, f family) {
 	l.Close()
 	<-done
 	checkClean(t, "stack", s)
+	checkKernelClean(t, pair.B)
 	st := s.Stats()
 	if m.offload && st.OffloadPackets == 0 {
 		t.Errorf("the device segmented nothing for the stack: %+v", st)
@@ -243,13 +336,19 @@ func vethKernelClient(t *testing.T, m vethMode, f family) {
 	if !m.offload && st.GSOPackets == 0 {
 		t.Errorf("the stack cut no GSO packets: %+v", st)
 	}
+	if m.csumOffload && (st.OffloadChecksums == 0 || st.OffloadPackets != 0) {
+		t.Errorf("want checksums finished by the device and nothing segmented by it: %+v", st)
+	}
+	if !m.csumOffload && !m.offload && st.OffloadChecksums != 0 {
+		t.Errorf("checksum requests sent to a device without checksum offload: %+v", st)
+	}
 	t.Logf("stack %+v", st)
 }
 
 // The stack dials a kernel listener (resolving the kernel's MAC by ARP) and
 // echoes 4 MiB through it.
 func vethStackClient(t *testing.T, m vethMode, f family) {
-	pair, s := vethStackOn(t, m)
+	pair := vethPair(t, m)
 	var l net.Listener
 	if err := pair.B.Do(func() error {
 		var err error
@@ -258,6 +357,7 @@ func vethStackClient(t *testing.T, m vethMode, f family) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	s := vethStartStack(t, m, pair, afxdpsteer.Traffic{TCPPeers: []netip.AddrPort{l.Addr().(*net.TCPAddr).AddrPort()}})
 	done := echoServer(t, l)
 	c, err := s.Dial(f.tcp, l.Addr().String())
 	if err != nil {
@@ -268,11 +368,12 @@ func vethStackClient(t *testing.T, m vethMode, f family) {
 	l.Close()
 	<-done
 	checkClean(t, "stack", s)
+	checkKernelClean(t, pair.B)
 }
 
 // Datagrams both ways between a kernel UDP socket and the stack.
 func vethUDP(t *testing.T, m vethMode, f family) {
-	pair, s := vethStackOn(t, m)
+	pair, s := vethStackOn(t, m, afxdpsteer.Traffic{UDPPorts: []uint16{53}})
 	pc, err := s.ListenPacket(f.udp, ":53")
 	if err != nil {
 		t.Fatal(err)
@@ -323,12 +424,13 @@ func vethUDP(t *testing.T, m vethMode, f family) {
 		}
 	}
 	checkClean(t, "stack", s)
+	checkKernelClean(t, pair.B)
 }
 
 // Two stacks, one on each end of the pair, over afpacket with GSO: the
 // stacks' own super-frames cross the veth whole, both ways at once.
 func TestIntegrationVethStackToStack(t *testing.T) {
-	pair, a := vethStackOn(t, vethModes[0])
+	pair, a := vethStackOn(t, vethModes[0], afxdpsteer.Traffic{TCPPorts: []uint16{7}})
 	var dev packetio.Device
 	if err := pair.B.Do(func() error {
 		var err error

@@ -9,7 +9,8 @@
 // from end B the kernel's TCP connects to it, moves -bytes and then does
 // request/response round trips for -rr. Then it does the same against a
 // kernel server on A (10.9.0.1) on the same pair, -runs times each, and
-// prints every run and the medians.
+// prints every run and the medians. -backend takes a comma-separated list
+// here (afpacket,afxdp): each run measures every backend, then the kernel.
 //
 // With -i it uses that interface (it touches no other). Without -client it
 // serves -mode on -port until interrupted; with -client it connects there,
@@ -19,14 +20,34 @@
 //	sudo go run ./examples/tcpecho -mode echo -runs 5
 //	sudo go run ./examples/tcpecho -i veth0 -ip 192.0.2.10/24 -port 8080
 //	sudo go run ./examples/tcpecho -i veth0 -ip 192.0.2.10/24 -client 192.0.2.1:8080 -mode sink
+//	sudo go run ./examples/tcpecho -backend afpacket,afxdp -runs 3
 //
 // -mode is what the server does with a connection: echo sends everything
 // back, sink reads and discards, source sends -bytes and closes.
 //
-// Addressing: afpacket is a tap, so the kernel sees every frame the stack
-// sees. Give the stack an address the kernel does not own on that interface;
-// with the kernel's own address the kernel resets every connection to the
-// stack's ports. tcpecho refuses a kernel-owned address unless -force.
+// Addressing: give the stack an address the kernel does not own on that
+// interface, with the interface's MAC; tcpecho refuses a kernel-owned
+// address unless -force. afpacket is a tap, so the kernel sees every frame
+// the stack sees, and with its own address would reset every connection to
+// the stack's ports. afxdp takes only what its XDP program steers: the
+// stack's port on the stack's address (or, for -client, the server's
+// replies to it) and ARP and neighbour discovery for that address (package
+// afxdpsteer); with the kernel's address the stack would take the kernel's
+// own ARP.
+//
+// Built with -tags dpdk, -backend dpdk opens DPDK's AF_PACKET driver on
+// the interface (a tap, addressed like afpacket; it has a self-test). Built
+// with -tags mlx5, -backend mlx5 opens a ConnectX port with one flow rule
+// taking IP to the stack's address; ARP stays with the kernel, so the
+// stack's neighbours are pinned with -neighbor ip=mac and its peers need a
+// static entry for it. It has no self-test: a veth pair is not a ConnectX
+// port.
+//
+// On a veth pair the kernel's end leaves TCP checksums for the "hardware"
+// to finish, and an AF_XDP socket delivers such a frame without saying so.
+// The self-test therefore turns B's transmit checksum offload off while a
+// stack on afxdp (or on afpacket with -no-gso) runs, on again for the
+// kernel, and then measures the kernel with it off as well.
 package main
 
 import (
@@ -41,30 +62,94 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afpacket"
+	"github.com/packetio/packetio/afxdp"
+	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/netstack"
+	"github.com/packetio/packetio/netstack/afxdpsteer"
 )
 
 type options struct {
 	backend, iface, ip, mac, client, mode, gw string
+	neighbors                                 string
 	port, runs, size, conns                   int
 	bytes                                     int64
 	stats, rr                                 time.Duration
 	noGSO, noGRO, force, lowLatency           bool
+	generic, noTxCsum                         bool
+}
+
+// backends are the values -backend takes in every build.
+var backends = []string{"afpacket", "afxdp"}
+
+// tagged holds the backends built behind a build tag, registered by the
+// file that needs the tag: dpdk (backend_dpdk.go) and mlx5
+// (backend_mlx5.go).
+var tagged = map[string]taggedBackend{}
+
+// tags names the build tag of each cgo backend, for the error when it was
+// not built in.
+var tags = map[string]string{"dpdk": "dpdk", "mlx5": "mlx5"}
+
+// taggedBackend is a backend built behind a build tag.
+type taggedBackend struct {
+	// open opens the device on iface for a stack at need.Addrs.
+	open func(o options, iface string, need afxdpsteer.Traffic) (packetio.Device, error)
+	// describe says how it is opened.
+	describe string
+	// peerTxOff: the device has no receive offload, so the kernel at the
+	// other end of a veth must finish its own checksums and segments.
+	peerTxOff bool
+	// noSelfTest, when set, says why the backend cannot run on a veth
+	// pair.
+	noSelfTest string
+	// pinNeighbors, when set, says why the stack cannot resolve its
+	// neighbours on this backend: -neighbor is then required.
+	pinNeighbors string
+}
+
+// backendNames lists every backend this build takes.
+func backendNames() []string {
+	names := slices.Clone(backends)
+	for n := range tagged {
+		names = append(names, n)
+	}
+	slices.Sort(names[len(backends):])
+	return names
+}
+
+// backendList splits -backend and checks every name.
+func backendList(s string) ([]string, error) {
+	var list []string
+	for _, b := range strings.Split(s, ",") {
+		if _, ok := tagged[b]; !ok && !slices.Contains(backends, b) {
+			if tag, ok := tags[b]; ok {
+				return nil, fmt.Errorf("-backend %s: not built in: build tcpecho with -tags %s (it needs cgo and the %s libraries)", b, tag, b)
+			}
+			return nil, fmt.Errorf("-backend %q: want one of %s (or, for the self-test, a comma-separated list of them)", b, strings.Join(backendNames(), ", "))
+		}
+		if slices.Contains(list, b) {
+			return nil, fmt.Errorf("-backend %q: %s twice", s, b)
+		}
+		list = append(list, b)
+	}
+	return list, nil
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.backend, "backend", "afpacket", "packetio backend: afpacket (afxdp is not built yet)")
+	flag.StringVar(&o.backend, "backend", "afpacket", "packetio backend: "+strings.Join(backendNames(), ", ")+" (self-test: a comma-separated list)")
 	flag.StringVar(&o.iface, "i", "", "interface (default: make a veth pair in throwaway namespaces and measure)")
 	flag.StringVar(&o.ip, "ip", "", "the stack's address with prefix length, e.g. 192.0.2.10/24 (required with -i)")
 	flag.StringVar(&o.mac, "mac", "", "the stack's MAC (default: the interface's)")
 	flag.StringVar(&o.gw, "gw", "", "default gateway")
+	flag.StringVar(&o.neighbors, "neighbor", "", "pinned neighbours, ip=mac[,ip=mac...]: never resolved by ARP or ND (required on mlx5)")
 	flag.IntVar(&o.port, "port", 8080, "port to serve on")
 	flag.StringVar(&o.client, "client", "", "connect to host:port instead of serving")
 	flag.Int64Var(&o.bytes, "bytes", 64<<20, "bytes to move per measurement (and per source connection)")
@@ -78,6 +163,8 @@ func main() {
 	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
 	flag.BoolVar(&o.noGRO, "no-gro", false, "do not merge received TCP segments before the stack")
 	flag.BoolVar(&o.lowLatency, "low-latency", false, "afpacket: TPACKET_V2 rings woken per packet (request/response), not 1 ms blocks")
+	flag.BoolVar(&o.generic, "generic", false, "afxdp: attach in generic (SKB) mode instead of the best the driver offers")
+	flag.BoolVar(&o.noTxCsum, "no-tx-csum", false, "afxdp: compute TCP checksums in the stack instead of asking the device (WithTxChecksumOffload)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: tcpecho [flags]\n\nTCP over netstack over packetio; with no -i, a measurement against the kernel on a veth pair.\n\n")
@@ -96,14 +183,13 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var err error
+	list, err := backendList(o.backend)
 	switch {
+	case err != nil:
 	case o.mode != "echo" && o.mode != "sink" && o.mode != "source":
 		err = fmt.Errorf("-mode %q: want echo, sink or source", o.mode)
-	case o.backend == "afxdp":
-		err = errors.New("-backend afxdp: the afxdp backend is not built yet (issue 4)")
-	case o.backend != "afpacket":
-		err = fmt.Errorf("-backend %q: this build has afpacket only", o.backend)
+	case o.iface != "" && len(list) > 1:
+		err = fmt.Errorf("-backend %s: one backend with -i; a list is for the self-test", o.backend)
 	case o.iface == "":
 		err = selfTest(o)
 	case o.client != "":
@@ -118,9 +204,30 @@ func main() {
 	}
 }
 
-// open opens the backend on the interface named, in the calling thread's
-// network namespace.
-func open(o options, iface string) (packetio.Device, error) {
+// open opens backend on the interface named, in the calling thread's
+// network namespace. need is what the stack will receive, for afxdp's
+// steering; afpacket, a tap, ignores it.
+func open(o options, backend, iface string, need afxdpsteer.Traffic) (packetio.Device, error) {
+	if tb, ok := tagged[backend]; ok {
+		return tb.open(o, iface, need)
+	}
+	if backend == "afxdp" {
+		opts, err := need.Options()
+		if err != nil {
+			return nil, err
+		}
+		// The stack drives a transmit queue from whichever goroutine
+		// writes: no queue has one worker to place beside its
+		// interrupt.
+		opts = append(opts, afxdp.WithoutAffinity())
+		if !o.noTxCsum {
+			opts = append(opts, afxdp.WithTxChecksumOffload())
+		}
+		if o.generic {
+			opts = append(opts, afxdp.WithXDP(xdp.WithGenericMode()))
+		}
+		return afxdp.Open(iface, opts...)
+	}
 	var opts []afpacket.Option
 	if !o.noGSO {
 		opts = append(opts, afpacket.WithGSO())
@@ -131,15 +238,53 @@ func open(o options, iface string) (packetio.Device, error) {
 	return afpacket.Open(iface, opts...)
 }
 
-func describe(o options) string {
-	d := o.backend + ", kernel segments (GSO)"
+// describe says how backend is opened.
+func describe(o options, backend string) string {
+	if tb, ok := tagged[backend]; ok {
+		return tb.describe
+	}
+	if backend == "afxdp" {
+		d := "afxdp, best mode the driver offers"
+		if o.generic {
+			d = "afxdp, generic mode"
+		}
+		if o.noTxCsum {
+			return d + ", stack segments and checksums"
+		}
+		return d + ", stack segments, device checksums"
+	}
+	d := backend + ", kernel segments (GSO)"
 	if o.noGSO {
-		d = o.backend + ", stack segments"
+		d = backend + ", stack segments"
 	}
 	if o.lowLatency {
 		d += ", low-latency receive"
 	}
 	return d
+}
+
+// deviceLine is what the device took, where the backend reports more than
+// Capabilities.
+func deviceLine(dev packetio.Device) string {
+	c := dev.Capabilities()
+	line := fmt.Sprintf("%s: %d queue(s), frames of %d bytes, zero-copy %v, checksum offload %v, segmentation offload %v",
+		c.Backend, dev.NumRxQueues(), c.MaxFrameSize, c.ZeroCopy, c.TxChecksumOffload, c.Offload)
+	if d, ok := dev.(*afxdp.Device); ok {
+		in := d.Info()
+		line += fmt.Sprintf(", %s mode, filter %s", in.Mode, in.Filter)
+	}
+	return line
+}
+
+// peerTxOff reports whether the kernel on the other end of a veth must
+// finish its own checksums (and segment) for backend: the device would
+// otherwise hand the stack unfinished checksums it cannot tell apart from
+// bad ones.
+func peerTxOff(o options, backend string) bool {
+	if tb, ok := tagged[backend]; ok {
+		return tb.peerTxOff
+	}
+	return backend == "afxdp" || o.noGSO
 }
 
 // stackConfig builds the stack's Config for -i, refusing a kernel-owned
@@ -170,13 +315,66 @@ func stackConfig(o options) (netstack.Config, error) {
 			return cfg, fmt.Errorf("-gw: %w", err)
 		}
 	}
+	if cfg.Neighbors, err = parseNeighbors(o.neighbors); err != nil {
+		return cfg, err
+	}
+	if why := tagged[o.backend].pinNeighbors; why != "" && len(cfg.Neighbors) == 0 {
+		return cfg, fmt.Errorf("-backend %s needs -neighbor: %s", o.backend, why)
+	}
 	addrs, _ := ifc.Addrs()
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(p.Addr().AsSlice()) && !o.force {
-			return cfg, fmt.Errorf("the kernel owns %s on %s and would reset the stack's connections; use a spare address (or -force)", p.Addr(), o.iface)
+			why := "would reset the stack's connections"
+			if o.backend == "afxdp" {
+				why = "answers ARP for it: the stack would take the kernel's own ARP and share its ports"
+			}
+			return cfg, fmt.Errorf("the kernel owns %s on %s and %s; use a spare address (or -force)", p.Addr(), o.iface, why)
 		}
 	}
 	return cfg, nil
+}
+
+// parseNeighbors parses -neighbor: ip=mac pairs separated by commas.
+func parseNeighbors(s string) (map[netip.Addr]net.HardwareAddr, error) {
+	if s == "" {
+		return nil, nil
+	}
+	m := map[netip.Addr]net.HardwareAddr{}
+	for _, e := range strings.Split(s, ",") {
+		ip, mac, ok := strings.Cut(e, "=")
+		if !ok {
+			return nil, fmt.Errorf("-neighbor %q: want ip=mac", e)
+		}
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return nil, fmt.Errorf("-neighbor %q: %w", e, err)
+		}
+		hw, err := net.ParseMAC(mac)
+		if err != nil {
+			return nil, fmt.Errorf("-neighbor %q: %w", e, err)
+		}
+		if _, dup := m[a]; dup {
+			return nil, fmt.Errorf("-neighbor: %s twice", a)
+		}
+		m[a] = hw
+	}
+	return m, nil
+}
+
+// need is what a stack at cfg receives for -i: its port as a server, the
+// server's replies as a client.
+func need(o options, cfg netstack.Config) (afxdpsteer.Traffic, error) {
+	t := afxdpsteer.Traffic{Addrs: []netip.Addr{cfg.Addr.Addr()}}
+	if o.client == "" {
+		t.TCPPorts = []uint16{uint16(o.port)}
+		return t, nil
+	}
+	peer, err := netip.ParseAddrPort(o.client)
+	if err != nil {
+		return t, fmt.Errorf("-client %q: want a literal ip:port: %w", o.client, err)
+	}
+	t.TCPPeers = []netip.AddrPort{peer}
+	return t, nil
 }
 
 // startStack opens -i and starts a stack on it, printing its counters every
@@ -186,7 +384,11 @@ func startStack(o options) (packetio.Device, *netstack.Stack, netstack.Config, e
 	if err != nil {
 		return nil, nil, cfg, err
 	}
-	dev, err := open(o, o.iface)
+	nd, err := need(o, cfg)
+	if err != nil {
+		return nil, nil, cfg, err
+	}
+	dev, err := open(o, o.backend, o.iface, nd)
 	if err != nil {
 		return nil, nil, cfg, err
 	}
@@ -216,7 +418,8 @@ func runServer(o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s on %s: %s, MAC %s, MTU %d\n", describe(o), o.iface, cfg.Addr, s.MAC(), s.MTU())
+	fmt.Printf("%s on %s: %s, MAC %s, MTU %d\n", describe(o, o.backend), o.iface, cfg.Addr, s.MAC(), s.MTU())
+	fmt.Println(deviceLine(dev))
 	fmt.Printf("%s: serving on port %d\n", o.mode, o.port)
 	go func() {
 		sig := make(chan os.Signal, 1)
@@ -344,10 +547,10 @@ func roundTrips(c net.Conn, size int, d time.Duration) (float64, error) {
 
 func printStats(s *netstack.Stack) {
 	st := s.Stats()
-	fmt.Printf("stats: rx %d pkts (%d super-frames), tx %d pkts in %d frames, gso %d->%d, offload %d, "+
+	fmt.Printf("stats: rx %d pkts (%d super-frames), tx %d pkts in %d frames, gso %d->%d, offload %d, device checksums %d, "+
 		"drops: bad-csum %d frag %d vlan %d not-ip %d other-host %d tx %d (waits %d, partial %d); "+
 		"tcp retransmits %d, resets sent %d\n",
-		st.RxPackets, st.RxSuperFrames, st.TxPackets, st.TxFrames, st.GSOPackets, st.GSOFrames, st.OffloadPackets,
+		st.RxPackets, st.RxSuperFrames, st.TxPackets, st.TxFrames, st.GSOPackets, st.GSOFrames, st.OffloadPackets, st.OffloadChecksums,
 		st.RxBadChecksum, st.RxFragments, st.RxWrongVLAN, st.RxNotIP, st.RxOtherHost, st.TxDropped, st.TxWaits, st.TxPartial,
 		st.TCPRetransmits, st.TCPResetsSent)
 }
@@ -355,10 +558,20 @@ func printStats(s *netstack.Stack) {
 // result is one run's numbers.
 type result struct{ gbps, rps float64 }
 
-// selfTest measures netstack and the kernel on one veth pair.
+// selfTest measures netstack on every backend of -backend, and the
+// kernel, on one veth pair.
 func selfTest(o options) error {
 	if o.runs < 1 || o.conns < 1 {
 		return fmt.Errorf("-runs %d, -conns %d: want at least 1 of each", o.runs, o.conns)
+	}
+	list, err := backendList(o.backend)
+	if err != nil {
+		return err
+	}
+	for _, b := range list {
+		if why := tagged[b].noSelfTest; why != "" {
+			return fmt.Errorf("-backend %s has no self-test: %s; give -i", b, why)
+		}
 	}
 	pair, err := netns.Create(netns.WithAddrs(netip.MustParsePrefix("10.9.0.1/24"), netip.MustParsePrefix("10.9.0.2/24")))
 	if err != nil {
@@ -372,47 +585,85 @@ func selfTest(o options) error {
 		pair.Close()
 		os.Exit(130)
 	}()
-	if o.noGSO {
-		// Without PACKET_VNET_HDR the stack would see the kernel's
-		// unfinished (offloaded) checksums and its 64 KiB super-frames;
-		// make B's kernel finish both itself. This slows the kernel side
-		// of both measurements alike.
-		if err := pair.B.Do(func() error {
-			out, err := exec.Command("ethtool", "-K", pair.B.Link, "tx", "off").CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("ethtool -K %s tx off: %v: %s", pair.B.Link, err, out)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		fmt.Printf("B's transmit checksum offload and TSO off (ethtool), for -no-gso\n")
-	}
 	stackAddr := netip.MustParsePrefix("10.9.0.3/24")
-	fmt.Printf("veth %s (A) <-> %s (B); netstack on A at %s over %s; kernel server on A at 10.9.0.1; client: the kernel on B\n",
-		pair.A.Link, pair.B.Link, stackAddr.Addr(), describe(o))
+	fmt.Printf("veth %s (A) <-> %s (B); netstack on A at %s; kernel server on A at 10.9.0.1; client: the kernel on B\n",
+		pair.A.Link, pair.B.Link, stackAddr.Addr())
+	// Each series is one backend, or the kernel with B's checksum
+	// offload on (its default) or off.
+	type series struct {
+		name, backend string
+		txOff         bool
+		rs            []result
+	}
+	var all []*series
+	anyOff := false
+	for _, b := range list {
+		off := peerTxOff(o, b)
+		anyOff = anyOff || off
+		all = append(all, &series{name: "netstack/" + b, backend: b, txOff: off})
+		fmt.Printf("netstack/%s: %s", b, describe(o, b))
+		if off {
+			fmt.Printf("; B's transmit checksum offload and TSO off (ethtool) while it runs")
+		}
+		fmt.Println()
+	}
+	all = append(all, &series{name: "kernel"})
+	if anyOff {
+		all = append(all, &series{name: "kernel, B tx off", txOff: true})
+	}
 	fmt.Printf("server mode %s, %d MiB per run, %d-byte request/response on %d connections for %v, %d runs\n",
 		o.mode, o.bytes>>20, o.size, o.conns, o.rr, o.runs)
 
-	var ns, kern []result
+	txOff := false // B's offloads as the kernel made them
+	defer func() {
+		if txOff {
+			setPeerTx(pair.B, true)
+		}
+	}()
 	for run := 1; run <= o.runs; run++ {
-		r, err := measureNetstack(o, pair, stackAddr)
-		if err != nil {
-			return fmt.Errorf("netstack run %d: %w", run, err)
+		for _, se := range all {
+			if se.txOff != txOff {
+				if err := setPeerTx(pair.B, !se.txOff); err != nil {
+					return err
+				}
+				txOff = se.txOff
+			}
+			var r result
+			var err error
+			if se.backend != "" {
+				r, err = measureNetstack(o, se.backend, pair, stackAddr, run == 1)
+			} else {
+				r, err = measureKernel(o, pair)
+			}
+			if err != nil {
+				return fmt.Errorf("%s run %d: %w", se.name, run, err)
+			}
+			fmt.Printf("run %d %-18s %s %.2f Gbit/s, %.0f req/s\n", run, se.name+":", o.mode, r.gbps, r.rps)
+			se.rs = append(se.rs, r)
 		}
-		fmt.Printf("run %d netstack: %s %.2f Gbit/s, %.0f req/s\n", run, o.mode, r.gbps, r.rps)
-		ns = append(ns, r)
-		r, err = measureKernel(o, pair)
-		if err != nil {
-			return fmt.Errorf("kernel run %d: %w", run, err)
-		}
-		fmt.Printf("run %d kernel:   %s %.2f Gbit/s, %.0f req/s\n", run, o.mode, r.gbps, r.rps)
-		kern = append(kern, r)
 	}
-	mg, mr := medians(ns)
-	kg, kr := medians(kern)
-	fmt.Printf("median of %d: netstack %.2f Gbit/s, %.0f req/s; kernel %.2f Gbit/s, %.0f req/s\n", o.runs, mg, mr, kg, kr)
+	fmt.Printf("median of %d:\n", o.runs)
+	for _, se := range all {
+		g, r := medians(se.rs)
+		fmt.Printf("  %-18s %s %.2f Gbit/s, %.0f req/s\n", se.name+":", o.mode, g, r)
+	}
 	return nil
+}
+
+// setPeerTx turns transmit checksum offload (and with it TSO) of h's link
+// on or off, inside h's namespace.
+func setPeerTx(h *netns.Host, on bool) error {
+	v := "off"
+	if on {
+		v = "on"
+	}
+	return h.Do(func() error {
+		out, err := exec.Command("ethtool", "-K", h.Link, "tx", v).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ethtool -K %s tx %s: %v: %s", h.Link, v, err, out)
+		}
+		return nil
+	})
 }
 
 func medians(rs []result) (float64, float64) {
@@ -425,16 +676,20 @@ func medians(rs []result) (float64, float64) {
 	return g[len(g)/2], r[len(r)/2]
 }
 
-func measureNetstack(o options, pair *netns.Pair, addr netip.Prefix) (result, error) {
+func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Prefix, first bool) (result, error) {
 	var dev packetio.Device
+	nd := afxdpsteer.Traffic{Addrs: []netip.Addr{addr.Addr()}, TCPPorts: []uint16{uint16(o.port)}}
 	if err := pair.A.Do(func() error {
 		var err error
-		dev, err = open(o, pair.A.Link)
+		dev, err = open(o, backend, pair.A.Link, nd)
 		return err
 	}); err != nil {
 		return result{}, err
 	}
 	defer dev.Close()
+	if first {
+		fmt.Println(deviceLine(dev))
+	}
 	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO})
 	if err != nil {
 		return result{}, err
@@ -539,18 +794,39 @@ func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, 
 // serveSplit serves the self-test's two kinds of connection: the first
 // byte says whether it is the -mode transfer ('m') or round trips ('r',
 // always echo).
+//
+// When l closes, the connections still open are closed too: the client has
+// finished or given up by then, and a handler blocked on a stalled
+// connection would otherwise keep the measurement waiting for ever.
 func serveSplit(l net.Listener, o options) {
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	var mu sync.Mutex
+	live := map[net.Conn]bool{}
+	defer func() {
+		mu.Lock()
+		for c := range live {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
+		mu.Lock()
+		live[c] = true
+		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
+			defer func() {
+				mu.Lock()
+				delete(live, c)
+				mu.Unlock()
+				c.Close()
+			}()
 			var tag [1]byte
 			if _, err := io.ReadFull(c, tag[:]); err != nil {
 				return
