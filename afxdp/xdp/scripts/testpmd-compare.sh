@@ -25,10 +25,12 @@ NA=pxA$ID NB=pxB$ID VA=pxa$ID VB=pxb$ID
 WORK=$(mktemp -d /tmp/pio-xcmp.XXXXXX)
 BIN=$WORK/xdp.test
 PIDS=()
+HAD_RUNDIR=0; [ -d /var/run/dpdk ] && HAD_RUNDIR=1
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 	sleep 0.5
 	rm -rf /var/run/dpdk/px"$ID"*
+	[ "$HAD_RUNDIR" = 1 ] || rmdir /var/run/dpdk 2>/dev/null || true
 	ip netns del "$NA" 2>/dev/null || true
 	ip netns del "$NB" 2>/dev/null || true
 	ip link del "$VA" 2>/dev/null || true
