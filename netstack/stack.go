@@ -127,6 +127,7 @@ func (st *Stack) start() error {
 		ptr(tcpip.TCPSACKEnabled(true)),
 		ptr(tcpip.CongestionControlOption("cubic")),
 		ptr(tcpip.TCPModerateReceiveBufferOption(true)),
+		ptr(lossDetection(r.RACK)),
 		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: r.SendBufferSize, Max: max(r.SendBufferSize, 32<<20)},
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: r.ReceiveBufferSize, Max: max(r.ReceiveBufferSize, 32<<20)},
 	} {
@@ -424,4 +425,12 @@ func opErr(op, network string, addr net.Addr, err error) error {
 		return err
 	}
 	return &net.OpError{Op: op, Net: network, Addr: addr, Err: err}
+}
+
+// lossDetection is the TCP loss-detection setting for Config.RACK.
+func lossDetection(rack bool) tcpip.TCPRecovery {
+	if rack {
+		return tcpip.TCPRACKLossDetection
+	}
+	return 0
 }

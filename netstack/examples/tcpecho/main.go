@@ -82,7 +82,7 @@ type options struct {
 	bytes                                     int64
 	stats, rr                                 time.Duration
 	noGSO, noGRO, force, lowLatency           bool
-	generic, noTxCsum                         bool
+	generic, noTxCsum, rack                   bool
 }
 
 // backends are the values -backend takes in every build.
@@ -161,6 +161,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "self-test: runs of each measurement")
 	flag.BoolVar(&o.noGSO, "no-gso", false, "afpacket: open without PACKET_VNET_HDR; the stack cuts its own segments")
 	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
+	flag.BoolVar(&o.rack, "rack", false, "use gVisor's RACK-TLP loss detection (netstack.Config.RACK)")
 	flag.BoolVar(&o.noGRO, "no-gro", false, "do not merge received TCP segments before the stack")
 	flag.BoolVar(&o.lowLatency, "low-latency", false, "afpacket: TPACKET_V2 rings woken per packet (request/response), not 1 ms blocks")
 	flag.BoolVar(&o.generic, "generic", false, "afxdp: attach in generic (SKB) mode instead of the best the driver offers")
@@ -300,6 +301,7 @@ func stackConfig(o options) (netstack.Config, error) {
 	}
 	cfg.Addr = p
 	cfg.NoGRO = o.noGRO
+	cfg.RACK = o.rack
 	ifc, err := net.InterfaceByName(o.iface)
 	if err != nil {
 		return cfg, err
@@ -690,7 +692,7 @@ func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Pre
 	if first {
 		fmt.Println(deviceLine(dev))
 	}
-	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO})
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack})
 	if err != nil {
 		return result{}, err
 	}
