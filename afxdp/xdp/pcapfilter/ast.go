@@ -275,7 +275,7 @@ func binary(op bpf.ALUOp, l, r arith) (arith, error) {
 			case bpf.ALUOpAdd, bpf.ALUOpShiftLeft, bpf.ALUOpShiftRight, bpf.ALUOpOr, bpf.ALUOpXor:
 				return l, nil
 			case bpf.ALUOpMul, bpf.ALUOpAnd:
-				return aConst{v: 0}, nil
+				return dropped(aConst{v: 0}, l), nil
 			case bpf.ALUOpDiv:
 				return aErr{"division by zero"}, nil
 			case bpf.ALUOpMod:
@@ -289,10 +289,23 @@ func binary(op bpf.ALUOp, l, r arith) (arith, error) {
 		case bpf.ALUOpAdd, bpf.ALUOpOr, bpf.ALUOpXor:
 			return r, nil
 		case bpf.ALUOpMul, bpf.ALUOpDiv, bpf.ALUOpMod, bpf.ALUOpAnd, bpf.ALUOpShiftLeft, bpf.ALUOpShiftRight:
-			return aConst{v: 0}, nil
+			return dropped(aConst{v: 0}, r), nil
 		}
 	}
 	return aBin{op: op, l: l, r: r}, nil
+}
+
+// onDrop, when set (the libpcap comparison sets it), is told of every
+// operand a fold drops, loads and all.
+var onDrop func(arith)
+
+// dropped returns the fold's result v, telling onDrop of the operand x it
+// drops.
+func dropped(v, x arith) arith {
+	if onDrop != nil {
+		onDrop(x)
+	}
+	return v
 }
 
 // aErr is a value libpcap's optimiser refuses to compute (a division by a

@@ -68,7 +68,8 @@
 // extra encapsulations. "ip broadcast" needs a netmask, which a dead
 // handle does not have, as in libpcap. Programs are limited to the 4096
 // instructions of classic BPF and expressions to 16 scratch words and 100
-// levels of nesting.
+// levels of nesting (parentheses and unary minus; a run of "not" nests
+// nothing).
 //
 // # Verdicts
 //
@@ -84,5 +85,7 @@
 // constants folds as libpcap's optimiser folds it (x & 0 is 0 without
 // loading x). libpcap proves some filters match nothing ("ip and arp") and
 // refuses them; this package refuses only those whose constants make it
-// plain.
+// plain. Where libpcap's optimiser is wrong (it can drop the instruction
+// that loads the IPv4 header length with a load it folded away, and keep
+// a use of it), these programs are right, and the tests say so.
 package pcapfilter

@@ -3,6 +3,7 @@ package pcapfilter
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 
 	"golang.org/x/net/bpf"
@@ -292,6 +293,16 @@ func relLeaf(r *bRel) (*bLeaf, error) {
 	return l, nil
 }
 
+// wrapsPastIHL reports whether a transport-header load at the constant
+// index c can wrap back into the packet once the IPv4 header length is
+// added: c is then within 60 of 2^32 (a "negative" index), and libpcap adds
+// the header length to it at run time, in 32 bits, so tcp[-20] reads the
+// IPv4 header's last 20 bytes. Folded into the load's offset it would not
+// wrap; such a load is computed as libpcap computes it.
+func wrapsPastIHL(a aLoad, c aConst) bool {
+	return a.kind == ldTrans && c.v > math.MaxUint32-60
+}
+
 // value computes a into A, using M[depth] and up for intermediates.
 func value(a arith, depth int) ([]bpf.Instruction, error) {
 	switch a := a.(type) {
@@ -300,7 +311,7 @@ func value(a arith, depth int) ([]bpf.Instruction, error) {
 	case aLen:
 		return []bpf.Instruction{bpf.LoadExtension{Num: bpf.ExtLen}}, nil
 	case aLoad:
-		if c, ok := a.idx.(aConst); ok {
+		if c, ok := a.idx.(aConst); ok && !wrapsPastIHL(a, c) {
 			off := a.base + c.v // wraps as in libpcap's 32-bit k
 			if off >= 1<<31 {
 				off = farOffset

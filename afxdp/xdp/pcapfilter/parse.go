@@ -30,8 +30,8 @@ type parser struct {
 	depth int
 }
 
-// maxDepth bounds nesting (parentheses, not, unary minus), which keeps
-// the parser's backtracking over parentheses cheap.
+// maxDepth bounds nesting (parentheses, unary minus; a run of "not" is one
+// level), which keeps the parser's backtracking over parentheses cheap.
 const maxDepth = 100
 
 func (p *parser) enter() {
@@ -178,15 +178,21 @@ func (p *parser) idAt(i int) bool {
 func (p *parser) parseTerm(cq qual) (bnode, qual) {
 	p.enter()
 	defer p.leave()
-	if p.peek().kind == tNot {
+	// A run of "not" is read in one step, however long (libpcap takes
+	// any number): it nests nothing, and only its parity counts.
+	negate := false
+	for p.peek().kind == tNot {
 		t := p.next()
 		if p.peek().kind == tEOF {
 			p.fail(p.peek(), "expected a primitive after %q", t.text)
 		}
-		b, q := p.parseTerm(cq)
-		return not(b), q
+		negate = !negate
 	}
-	return p.parseRterm(cq)
+	b, q := p.parseRterm(cq)
+	if negate {
+		b = not(b)
+	}
+	return b, q
 }
 
 var pnames = map[keyword]bool{kEther: true, kIP: true, kIP6: true, kARP: true, kRARP: true, kTCP: true, kUDP: true, kICMP: true, kICMP6: true, kSCTP: true, kIGMP: true}
@@ -433,19 +439,24 @@ func wantAfter(q qual) string {
 func (p *parser) parseID(cq qual) (bnode, qual) {
 	p.enter()
 	defer p.leave()
-	t := p.peek()
-	switch t.kind {
-	case tNot:
+	negate := false // a run of "not", as in parseTerm
+	for p.peek().kind == tNot {
 		p.next()
-		b, q := p.parseID(cq)
-		return not(b), q
-	case tLParen:
-		p.next()
-		b, q := p.parsePid(cq)
-		p.expect(tRParen, "\")\"")
-		return b, q
+		negate = !negate
 	}
-	return p.nid(cq), cq
+	var b bnode
+	q := cq
+	if p.peek().kind == tLParen {
+		p.next()
+		b, q = p.parsePid(cq)
+		p.expect(tRParen, "\")\"")
+	} else {
+		b = p.nid(cq)
+	}
+	if negate {
+		b = not(b)
+	}
+	return b, q
 }
 
 func (p *parser) parsePid(cq qual) (bnode, qual) {

@@ -3,6 +3,7 @@ package pcapfilter
 import (
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -460,5 +461,75 @@ func TestPrograms(t *testing.T) {
 		if _, err := bpfmatch.Compile(tc.expr, insns); err != nil {
 			t.Errorf("%q: %v", tc.expr, err)
 		}
+	}
+}
+
+// A run of "not" nests nothing: any number is taken, as libpcap takes
+// them, and only its parity counts, for a term and for an id that takes
+// the qualifiers before it. Parentheses still nest, and are bounded.
+func TestNotRuns(t *testing.T) {
+	nots := func(n int) string { return strings.Repeat("not ", n) }
+	for _, tc := range []struct{ expr, same string }{
+		{nots(301) + "tcp", "not tcp"},
+		{nots(300) + "tcp", "tcp"},
+		{"host 10.0.0.1 or " + nots(201) + "10.0.0.2", "host 10.0.0.1 or not 10.0.0.2"},
+		{"host 10.0.0.1 or " + nots(200) + "(10.0.0.2)", "host 10.0.0.1 or 10.0.0.2"},
+	} {
+		got, err := Compile(tc.expr)
+		if err != nil {
+			t.Errorf("%.40q...: %v", tc.expr, err)
+			continue
+		}
+		want, err := Compile(tc.same)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%.40q... compiles other than %q:%s\nwant:%s", tc.expr, tc.same, listing(got), listing(want))
+		}
+	}
+	deep := strings.Repeat("(", maxDepth+1) + "ip" + strings.Repeat(")", maxDepth+1)
+	var e *Error
+	if _, err := Compile(deep); !errors.As(err, &e) || !strings.Contains(e.Msg, "nested more than") {
+		t.Errorf("%d parentheses: %v, want the nesting refused", maxDepth+1, err)
+	}
+}
+
+// A transport-header load at a "negative" constant index adds the IPv4
+// header length at run time, in 32 bits, as libpcap does: tcp[0 - 20]
+// wraps back to the IPv4 header's first byte when it has no options.
+// Folded into the load's offset it would read past any packet instead.
+func TestNegativeTransportIndex(t *testing.T) {
+	insns, err := Compile("tcp[0 - 20:1] = 0x45")
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := slices.ContainsFunc(insns, func(in bpf.Instruction) bool { return in == bpf.ALUOpX{Op: bpf.ALUOpAdd} })
+	far := slices.ContainsFunc(insns, func(in bpf.Instruction) bool {
+		l, ok := in.(bpf.LoadIndirect)
+		return ok && l.Off >= 1<<31-1
+	})
+	if !added || far {
+		t.Errorf("the index is not added to the header length at run time:%s", listing(insns))
+	}
+	o, err := bpfmatchtest.NewOracle(insns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fr := range bpfmatchtest.Frames() {
+		// An unfragmented IPv4 TCP packet without options: version 4,
+		// IHL 5, so the byte read is 0x45.
+		d := fr.Data
+		if len(d) < 14+20+20 || d[12] != 8 || d[13] != 0 || d[14] != 0x45 || d[23] != 6 || d[20]&0x1f != 0 || d[21] != 0 {
+			continue
+		}
+		n++
+		if ok, err := o.Match(d); err != nil || !ok {
+			t.Errorf("%s: tcp[0 - 20:1] = 0x45 does not match (%v, %v)", fr.Name, ok, err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no IPv4 TCP frame without options among the test frames")
 	}
 }
