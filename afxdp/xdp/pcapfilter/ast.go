@@ -264,6 +264,9 @@ func binary(op bpf.ALUOp, l, r arith) (arith, error) {
 		if rc.v == 0 && op == bpf.ALUOpMod {
 			return aErr{"modulus by zero"}, nil
 		}
+		if shift && rc.v > 31 {
+			return aErr{"shift by more than 31 bits"}, nil
+		}
 		return aConst{v: fold(op, lc.v, rc.v)}, nil
 	}
 	if rok {
