@@ -67,6 +67,8 @@ var libpcapExpressions = []string{
 	"",
 	"ip", "ip6", "arp", "rarp", "tcp", "udp", "icmp", "icmp6", "sctp", "igmp",
 	"tcp port 22", "udp port 53", "port 53", "port 53 or 80", "tcp port 22 or 80 or 443",
+	"dst or src host 10.0.0.1 and ((10))", "port 22 or ((80))", "port ((22)) or (80 or ((443)))",
+	"host 10.0.0.1 or (10.0.0.2 or ((3)))", "vlan ((7))",
 	"src port 1000", "dst port 22", "src or dst port 53", "src and dst port 53",
 	"tcp dst port 443 and ip6", "udp src port 53 and not dst port 1000",
 	"portrange 1000-2000", "tcp portrange 20-30", "udp dst portrange 1400-1600", "portrange 2000-1000",
@@ -294,6 +296,7 @@ func TestLibpcapErrors(t *testing.T) {
 		"port 4294967296", "src proto 6", "arp proto 6", "tcp proto 6", "net 10 mask 255.0.0.0",
 		"net 10.0.0.0 mask 255", "host 10.0.0.0 mask 255.0.0.0", "net 10.1.2.3 mask 255.0.0.0",
 		"src port 53 proto 6", "less", "greater x", "vlan 1 or 2", "udp[8:8]", "ip proto \\foo",
+		"host 10.0.0.1 and ((10.0.0.2))", "port 22 or ((80) 443)",
 	} {
 		_, terr := libpcap(expr)
 		_, oerr := Compile(expr)

@@ -280,6 +280,25 @@ func (p *parser) numInParens() bool {
 	return p.peekAt(n).kind == tNum && p.peekAt(n+1).kind == tRParen
 }
 
+// wrappedNum reports whether the next tokens are a number in one or more
+// parentheses, each closed right after it, and returns the number's token.
+func (p *parser) wrappedNum() (token, bool) {
+	n := 0
+	for p.peekAt(n).kind == tLParen {
+		n++
+	}
+	t := p.peekAt(n)
+	if n == 0 || t.kind != tNum {
+		return t, false
+	}
+	for i := 1; i <= n; i++ {
+		if p.peekAt(n+i).kind != tRParen {
+			return t, false
+		}
+	}
+	return t, true
+}
+
 // pnum is a number, possibly in parentheses.
 func (p *parser) pnum() uint32 {
 	p.enter()
@@ -446,7 +465,12 @@ func (p *parser) parseID(cq qual) (bnode, qual) {
 	}
 	var b bnode
 	q := cq
-	if p.peek().kind == tLParen {
+	if nt, ok := p.wrappedNum(); ok {
+		// A number may stand in any number of parentheses (libpcap's
+		// pnum); an address may not.
+		p.pnum()
+		b = p.nidOf(nt, cq)
+	} else if p.peek().kind == tLParen {
 		p.next()
 		b, q = p.parsePid(cq)
 		p.expect(tRParen, "\")\"")
@@ -460,8 +484,8 @@ func (p *parser) parseID(cq qual) (bnode, qual) {
 }
 
 func (p *parser) parsePid(cq qual) (bnode, qual) {
-	if t := p.peek(); t.kind == tLParen {
-		p.fail(t, "expected an address or a number, found %q", "(")
+	if _, num := p.wrappedNum(); p.peek().kind == tLParen && !num {
+		p.fail(p.peek(), "expected an address or a number, found %q", "(")
 	}
 	b, q := p.parseID(cq)
 	for {
@@ -481,8 +505,10 @@ func (p *parser) parsePid(cq qual) (bnode, qual) {
 }
 
 // nid is one address, number or name under q.
-func (p *parser) nid(q qual) bnode {
-	t := p.next()
+func (p *parser) nid(q qual) bnode { return p.nidOf(p.next(), q) }
+
+// nidOf is nid for the token t, already taken.
+func (p *parser) nidOf(t token, q qual) bnode {
 	if q.addr == aUndef && t.kind != tEOF {
 		p.fail(t, "%s needs a qualifier here (host, net, port, ...): the term before it has none to lend", describe(t))
 	}
