@@ -248,7 +248,9 @@ func compareWithLibpcap(t testing.TB, expr string, frames []bpfmatchtest.Frame, 
 		}
 		if o0 == nil {
 			if p0, err := libpcapUnoptimised(expr); err == nil {
-				o0, _ = bpfmatchtest.NewOracle(p0)
+				if o0, err = bpfmatchtest.NewOracle(p0); err != nil {
+					t.Fatalf("%q: libpcap's unoptimised program: %v", expr, err)
+				}
 			}
 		}
 		if o0 != nil {

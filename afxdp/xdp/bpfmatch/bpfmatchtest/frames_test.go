@@ -71,3 +71,34 @@ func TestOracleNegate(t *testing.T) {
 		t.Fatalf("Match = %v, %v; want true", ok, err)
 	}
 }
+
+// A NegateA runs as one instruction, so a program full of them keeps its
+// jumps however far they reach (libpcap's unoptimised programs do this).
+func TestOracleNegateKeepsJumps(t *testing.T) {
+	prog := []bpf.Instruction{
+		bpf.LoadConstant{Dst: bpf.RegA, Val: 0x80000000},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x80000000, SkipFalse: 255},
+	}
+	for range 255 {
+		prog = append(prog, bpf.NegateA{}) // odd count: A = -A
+	}
+	// -(0x80000000) is 0x80000000 in 32 bits; -(1) would be 0xffffffff.
+	prog = append(prog,
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x80000000, SkipTrue: 1},
+		bpf.RetConstant{Val: 0},
+		bpf.RetConstant{Val: 1},
+	)
+	o, err := NewOracle(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := o.Match(make([]byte, 14)); err != nil || !ok {
+		t.Fatalf("Match = %v, %v; want true", ok, err)
+	}
+	one := []bpf.Instruction{bpf.LoadConstant{Dst: bpf.RegA, Val: 1}, bpf.NegateA{}, bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0xffffffff, SkipTrue: 1}, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: 1}}
+	if o, err := NewOracle(one); err != nil {
+		t.Fatal(err)
+	} else if ok, _ := o.Match(make([]byte, 14)); !ok {
+		t.Error("-(1) is not 0xffffffff")
+	}
+}

@@ -20,15 +20,12 @@ type Oracle struct {
 }
 
 // NewOracle prepares insns for the VM. The VM does not implement NegateA;
-// the Oracle runs each one as the equivalent A = (A ^ 0xffffffff) + 1,
-// moving jumps to match, so that every program bpfmatch accepts has a
+// the Oracle runs each one as A = A * 0xffffffff, the same in 32-bit
+// arithmetic (A * (2^32 - 1) is -A modulo 2^32) and one instruction for
+// one, so no jump moves and every program bpfmatch accepts has a
 // reference verdict. Raw instructions are disassembled first.
 func NewOracle(insns []bpf.Instruction) (*Oracle, error) {
-	prog, err := expandNeg(insns)
-	if err != nil {
-		return nil, err
-	}
-	vm, err := bpf.NewVM(prog)
+	vm, err := bpf.NewVM(withoutNeg(insns))
 	if err != nil {
 		return nil, fmt.Errorf("bpfmatchtest: the reference VM refuses the program: %w", err)
 	}
@@ -44,62 +41,20 @@ func (o *Oracle) Match(frame []byte) (bool, error) {
 	return n != 0, nil
 }
 
-func expandNeg(insns []bpf.Instruction) ([]bpf.Instruction, error) {
-	dis := make([]bpf.Instruction, len(insns))
-	where := make([]int, len(insns)+1) // old index -> new index
-	n := 0
+// withoutNeg disassembles insns and replaces each NegateA with the
+// multiplication by 0xffffffff that computes it.
+func withoutNeg(insns []bpf.Instruction) []bpf.Instruction {
+	out := make([]bpf.Instruction, len(insns))
 	for i, ins := range insns {
 		if raw, ok := ins.(bpf.RawInstruction); ok {
 			ins = raw.Disassemble()
 		}
-		dis[i] = ins
-		where[i] = n
 		if _, ok := ins.(bpf.NegateA); ok {
-			n += 2
-		} else {
-			n++
+			ins = bpf.ALUOpConstant{Op: bpf.ALUOpMul, Val: 0xffffffff}
 		}
+		out[i] = ins
 	}
-	where[len(insns)] = n
-	if n == len(insns) {
-		return dis, nil
-	}
-	skip := func(i int, s uint32) (uint32, bool) {
-		t := i + 1 + int(s)
-		if t > len(insns) {
-			return s, true // out of range: the VM reports it
-		}
-		return uint32(where[t] - where[i] - 1), true
-	}
-	out := make([]bpf.Instruction, 0, n)
-	for i, ins := range dis {
-		switch j := ins.(type) {
-		case bpf.NegateA:
-			out = append(out, bpf.ALUOpConstant{Op: bpf.ALUOpXor, Val: 0xffffffff}, bpf.ALUOpConstant{Op: bpf.ALUOpAdd, Val: 1})
-			continue
-		case bpf.Jump:
-			j.Skip, _ = skip(i, j.Skip)
-			ins = j
-		case bpf.JumpIf:
-			t, _ := skip(i, uint32(j.SkipTrue))
-			f, _ := skip(i, uint32(j.SkipFalse))
-			if t > 255 || f > 255 {
-				return nil, fmt.Errorf("bpfmatchtest: cannot expand NegateA: a jump at %d would exceed 255", i)
-			}
-			j.SkipTrue, j.SkipFalse = uint8(t), uint8(f)
-			ins = j
-		case bpf.JumpIfX:
-			t, _ := skip(i, uint32(j.SkipTrue))
-			f, _ := skip(i, uint32(j.SkipFalse))
-			if t > 255 || f > 255 {
-				return nil, fmt.Errorf("bpfmatchtest: cannot expand NegateA: a jump at %d would exceed 255", i)
-			}
-			j.SkipTrue, j.SkipFalse = uint8(t), uint8(f)
-			ins = j
-		}
-		out = append(out, ins)
-	}
-	return out, nil
+	return out
 }
 
 // Loads per second, process-wide. Loading and freeing BPF programs in a
