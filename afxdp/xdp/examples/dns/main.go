@@ -46,13 +46,13 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/afxdp/xdp/examples/dns/dnsmsg"
 	"github.com/packetio/packetio/afxdp/xdp/examples/internal/bed"
+	"github.com/packetio/packetio/afxdp/xdp/examples/internal/inplace"
 	"github.com/packetio/packetio/afxdp/xdp/examples/internal/pkt"
 	"github.com/packetio/packetio/afxdp/xdp/examples/internal/ratelog"
 )
@@ -154,9 +154,7 @@ func run(ctx context.Context, o options, z *Zone, w io.Writer) error {
 // server is a running fleet and its workers.
 type server struct {
 	fleet    *xdp.Fleet
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	errs     chan error
+	workers  *inplace.Workers
 	verdicts [numVerdicts]atomic.Uint64
 	notDNS   atomic.Uint64 // taken by the program, not a datagram to the port
 	ringFull atomic.Uint64
@@ -165,45 +163,22 @@ type server struct {
 // start opens the fleet on p, steering UDP to port, and starts one worker
 // per queue.
 func start(ctx context.Context, p bed.Port, z *Zone, port uint16, batch int, w io.Writer) (*server, error) {
-	var fleet *xdp.Fleet
-	err := p.Do(func() (err error) {
-		fleet, err = xdp.Open(p.Name,
-			xdp.WithFilter(xdp.MatchUDPPort(port)),
-			xdp.WithNeedWakeup(),
-			// Answers go out in the frames queries came in: a token
-			// transmit pool, rings with room for every frame.
-			xdp.WithNumFrames(4096), xdp.WithTxFrames(64),
-			xdp.WithRingSizes(2048, 4096, 2048, 4096))
-		return err
-	})
+	// Answers go out in the frames queries came in.
+	fleet, err := inplace.Open(p, xdp.MatchUDPPort(port), w)
 	if err != nil {
 		return nil, err
 	}
-	info, err := fleet.Info()
-	if err != nil {
-		fleet.Close()
-		return nil, err
-	}
-	fmt.Fprintln(w, info)
-	ctx, cancel := context.WithCancel(ctx)
-	srv := &server{fleet: fleet, cancel: cancel, errs: make(chan error, fleet.NumQueues())}
+	srv := &server{fleet: fleet}
 	log := ratelog.New(os.Stderr, time.Second)
-	for _, s := range fleet.Sockets() {
-		srv.wg.Add(1)
-		go func() {
-			defer srv.wg.Done()
-			if err := srv.serve(ctx, s, z, port, batch, log); err != nil {
-				srv.errs <- err
-			}
-		}()
-	}
+	srv.workers = inplace.Start(ctx, fleet, func(ctx context.Context, s *xdp.Socket) error {
+		return srv.serve(ctx, s, z, port, batch, log)
+	})
 	return srv, nil
 }
 
 // stop stops the workers, closes the fleet and prints what was answered.
 func (srv *server) stop(w io.Writer) error {
-	srv.cancel()
-	srv.wg.Wait()
+	werr := srv.workers.Stop()
 	st, serr := srv.fleet.Stats()
 	cerr := srv.fleet.Close()
 	var parts []string
@@ -219,43 +194,23 @@ func (srv *server) stop(w io.Writer) error {
 	if serr == nil {
 		fmt.Fprintf(w, "fleet: %s\n", st)
 	}
-	close(srv.errs)
-	return errors.Join(<-srv.errs, cerr)
+	return errors.Join(werr, cerr)
 }
 
 // serve is one queue's loop: each query is answered in the frame it came
 // in (Receive, answer in place, Transmit, CompleteInto, Recycle).
 func (srv *server) serve(ctx context.Context, s *xdp.Socket, z *Zone, port uint16, batch int, log *ratelog.Limiter) error {
-	mem, frameSize := s.UMEM(), uint64(s.FrameSize())
+	l := inplace.NewLoop(s, batch)
 	var q dnsmsg.Query
 	recs := make([]dnsmsg.Record, 0, 32)
 	var counts [numVerdicts]uint64
 	tx := make([]xdp.Desc, 0, batch)
 	drop := make([]xdp.Desc, 0, batch)
-	done := make([]uint64, 0, 4096)
-	home := make([]xdp.Desc, 0, 4096)
-	reclaim := func() {
-		done = s.CompleteInto(cap(done), done[:0])
-		home = home[:0]
-		for _, a := range done {
-			home = append(home, xdp.Desc{Addr: a})
-		}
-		s.Recycle(home)
-	}
-	for ctx.Err() == nil {
-		reclaim()
-		s.Fill(s.NumFreeFillSlots())
-		wait := 100 * time.Millisecond
-		if s.NumTransmitted() > 0 {
-			wait = time.Millisecond
-		}
-		if _, err := s.Poll(wait); err != nil {
-			if errors.Is(err, xdp.ErrClosed) {
-				return nil
-			}
+	for {
+		descs, ok, err := l.Next(ctx)
+		if !ok {
 			return err
 		}
-		descs := s.Receive(batch)
 		if len(descs) == 0 {
 			continue
 		}
@@ -263,13 +218,12 @@ func (srv *server) serve(ctx context.Context, s *xdp.Socket, z *Zone, port uint1
 		clear(counts[:])
 		other := 0
 		for _, d := range descs {
-			end := d.Addr&^(frameSize-1) + frameSize
-			if d.Addr >= uint64(len(mem)) || end > uint64(len(mem)) {
+			frame, ok := l.Room(d)
+			if !ok {
 				log.Printf("queue %d: descriptor %#x outside the UMEM", s.Queue(), d.Addr)
 				drop = append(drop, d)
 				continue
 			}
-			frame := mem[d.Addr:end:end]
 			dg, err := pkt.Parse(frame[:d.Len])
 			if err != nil || dg.DstPort != port {
 				other++
@@ -292,12 +246,9 @@ func (srv *server) serve(ctx context.Context, s *xdp.Socket, z *Zone, port uint1
 			}
 			tx = append(tx, xdp.Desc{Addr: d.Addr, Len: uint32(m)})
 		}
-		sent := s.Transmit(tx)
-		if sent < len(tx) {
-			drop = append(drop, tx[sent:]...)
+		if sent := l.Send(tx, drop); sent < len(tx) {
 			srv.ringFull.Add(uint64(len(tx) - sent))
 		}
-		s.Recycle(drop)
 		for v, n := range counts {
 			if n > 0 {
 				srv.verdicts[v].Add(n)
@@ -306,7 +257,5 @@ func (srv *server) serve(ctx context.Context, s *xdp.Socket, z *Zone, port uint1
 		if other > 0 {
 			srv.notDNS.Add(uint64(other))
 		}
-		reclaim()
 	}
-	return nil
 }

@@ -60,6 +60,7 @@ import (
 
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/afxdp/xdp/examples/internal/bed"
+	"github.com/packetio/packetio/afxdp/xdp/examples/internal/inplace"
 )
 
 type options struct {
@@ -274,30 +275,12 @@ func swapMAC(b []byte) {
 // in: Receive, Transmit, CompleteInto, Recycle, one goroutine for both
 // sides of the socket.
 func bounce(ctx context.Context, s *xdp.Socket, batch int, macswap bool, forwarded, dropped *atomic.Uint64) error {
-	done := make([]uint64, 0, 4096)
-	home := make([]xdp.Desc, 0, 4096)
-	reclaim := func() {
-		done = s.CompleteInto(cap(done), done[:0])
-		home = home[:0]
-		for _, a := range done {
-			home = append(home, xdp.Desc{Addr: a})
-		}
-		s.Recycle(home)
-	}
-	for ctx.Err() == nil {
-		reclaim()
-		s.Fill(s.NumFreeFillSlots())
-		wait := 100 * time.Millisecond
-		if s.NumTransmitted() > 0 {
-			wait = time.Millisecond
-		}
-		if _, err := s.Poll(wait); err != nil {
-			if errors.Is(err, xdp.ErrClosed) {
-				return nil
-			}
+	l := inplace.NewLoop(s, batch)
+	for {
+		descs, ok, err := l.Next(ctx)
+		if !ok {
 			return err
 		}
-		descs := s.Receive(batch)
 		if len(descs) == 0 {
 			continue
 		}
@@ -306,15 +289,12 @@ func bounce(ctx context.Context, s *xdp.Socket, batch int, macswap bool, forward
 				swapMAC(s.GetFrame(d))
 			}
 		}
-		sent := s.Transmit(descs)
+		sent := l.Send(descs, nil)
 		forwarded.Add(uint64(sent))
 		if sent < len(descs) {
 			dropped.Add(uint64(len(descs) - sent))
-			s.Recycle(descs[sent:])
 		}
-		reclaim()
 	}
-	return nil
 }
 
 // cross forwards what the sockets of from receive out of to, copying each

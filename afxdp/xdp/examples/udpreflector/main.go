@@ -45,12 +45,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/afxdp/xdp/examples/internal/bed"
+	"github.com/packetio/packetio/afxdp/xdp/examples/internal/inplace"
 	"github.com/packetio/packetio/afxdp/xdp/examples/internal/pkt"
 	"github.com/packetio/packetio/afxdp/xdp/examples/internal/ratelog"
 )
@@ -137,11 +137,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 // reflector is a running fleet and its workers.
 type reflector struct {
-	fleet  *xdp.Fleet
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   chan error
-	st     counters
+	fleet   *xdp.Fleet
+	workers *inplace.Workers
+	st      counters
 }
 
 // counters are summed over the workers, added once per batch.
@@ -152,45 +150,21 @@ type counters struct {
 // start opens the fleet on port, taking UDP to udpPort, and starts one
 // worker per queue.
 func start(ctx context.Context, p bed.Port, udpPort uint16, batch int, w io.Writer) (*reflector, error) {
-	var fleet *xdp.Fleet
-	err := p.Do(func() (err error) {
-		fleet, err = xdp.Open(p.Name,
-			xdp.WithFilter(xdp.MatchUDPPort(udpPort)),
-			xdp.WithNeedWakeup(),
-			// Received frames are what is sent: give the transmit
-			// pool only a few and the rings room for every frame.
-			xdp.WithNumFrames(4096), xdp.WithTxFrames(64),
-			xdp.WithRingSizes(2048, 4096, 2048, 4096))
-		return err
-	})
+	fleet, err := inplace.Open(p, xdp.MatchUDPPort(udpPort), w)
 	if err != nil {
 		return nil, err
 	}
-	info, err := fleet.Info()
-	if err != nil {
-		fleet.Close()
-		return nil, err
-	}
-	fmt.Fprintln(w, info)
-	ctx, cancel := context.WithCancel(ctx)
-	r := &reflector{fleet: fleet, cancel: cancel, errs: make(chan error, fleet.NumQueues())}
+	r := &reflector{fleet: fleet}
 	log := ratelog.New(os.Stderr, time.Second)
-	for _, s := range fleet.Sockets() {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			if err := reflect(ctx, s, udpPort, batch, &r.st, log); err != nil {
-				r.errs <- err
-			}
-		}()
-	}
+	r.workers = inplace.Start(ctx, fleet, func(ctx context.Context, s *xdp.Socket) error {
+		return reflect(ctx, s, udpPort, batch, &r.st, log)
+	})
 	return r, nil
 }
 
 // stop stops the workers, then closes the fleet, and prints the counters.
 func (r *reflector) stop(w io.Writer) error {
-	r.cancel()
-	r.wg.Wait()
+	werr := r.workers.Stop()
 	st, serr := r.fleet.Stats()
 	cerr := r.fleet.Close()
 	fmt.Fprintf(w, "reflected %d datagrams, %d taken but not reflectable, %d dropped on a full transmit ring\n",
@@ -198,58 +172,30 @@ func (r *reflector) stop(w io.Writer) error {
 	if serr == nil {
 		fmt.Fprintf(w, "fleet: %s\n", st)
 	}
-	close(r.errs)
-	return errors.Join(<-r.errs, cerr)
+	return errors.Join(werr, cerr)
 }
 
 // reflect is one queue's loop: the forwarding cycle on one socket.
 func reflect(ctx context.Context, s *xdp.Socket, port uint16, batch int, st *counters, log *ratelog.Limiter) error {
-	mem, frameSize := s.UMEM(), uint64(s.FrameSize())
+	l := inplace.NewLoop(s, batch)
 	tx := make([]xdp.Desc, 0, batch)
 	drop := make([]xdp.Desc, 0, batch)
-	done := make([]uint64, 0, 4096)
-	home := make([]xdp.Desc, 0, 4096)
-	// reclaim gives the frames the kernel has sent back to the receive
-	// pool.
-	reclaim := func() {
-		done = s.CompleteInto(cap(done), done[:0])
-		if len(done) == 0 {
-			return
-		}
-		home = home[:0]
-		for _, a := range done {
-			home = append(home, xdp.Desc{Addr: a})
-		}
-		s.Recycle(home)
-	}
-	for ctx.Err() == nil {
-		reclaim()
-		s.Fill(s.NumFreeFillSlots())
-		wait := 100 * time.Millisecond
-		if s.NumTransmitted() > 0 {
-			wait = time.Millisecond // completions to collect
-		}
-		if _, err := s.Poll(wait); err != nil {
-			if errors.Is(err, xdp.ErrClosed) {
-				return nil
-			}
+	for {
+		descs, ok, err := l.Next(ctx)
+		if !ok {
 			return err
 		}
-		descs := s.Receive(batch)
 		if len(descs) == 0 {
 			continue
 		}
 		tx, drop = tx[:0], drop[:0]
 		for _, d := range descs {
-			// The whole frame from the packet on: a reply may use
-			// the room after the received bytes.
-			end := d.Addr&^(frameSize-1) + frameSize
-			if d.Addr >= uint64(len(mem)) || end > uint64(len(mem)) {
+			frame, ok := l.Room(d)
+			if !ok {
 				log.Printf("queue %d: descriptor %#x outside the UMEM", s.Queue(), d.Addr)
 				drop = append(drop, d)
 				continue
 			}
-			frame := mem[d.Addr:end:end]
 			dg, err := pkt.Parse(frame[:d.Len])
 			if err != nil || dg.DstPort != port {
 				if err == nil {
@@ -266,20 +212,15 @@ func reflect(ctx context.Context, s *xdp.Socket, port uint16, batch int, st *cou
 			}
 			tx = append(tx, xdp.Desc{Addr: d.Addr, Len: uint32(n)})
 		}
-		sent := s.Transmit(tx)
+		sent := l.Send(tx, drop)
+		st.reflected.Add(uint64(sent))
 		if sent < len(tx) {
-			// The rest stay ours: back to the receive pool.
-			drop = append(drop, tx[sent:]...)
 			st.ringFull.Add(uint64(len(tx) - sent))
 		}
-		st.reflected.Add(uint64(sent))
-		if k := len(drop) - (len(tx) - sent); k > 0 {
-			st.notReflectable.Add(uint64(k))
+		if len(drop) > 0 {
+			st.notReflectable.Add(uint64(len(drop)))
 		}
-		s.Recycle(drop)
-		reclaim()
 	}
-	return nil
 }
 
 // client sends n datagrams of assorted sizes to target from a kernel UDP
