@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/csum"
 )
 
 // vnetLen is the size of the virtio_net_hdr that PACKET_VNET_HDR puts in
@@ -70,34 +71,12 @@ func completeL4(frame []byte, csumStart, csumOff int) bool {
 	if end > n || end < at+2 {
 		end = n // the IP header disagrees with the frame: sum it all
 	}
-	s := onesSum(frame[csumStart:end])
-	c := ^s
+	c := csum.Checksum(frame[csumStart:end], 0)
 	if c == 0 {
 		c = 0xffff
 	}
 	binary.BigEndian.PutUint16(frame[at:], c)
 	return true
-}
-
-// onesSum is the folded 16-bit one's complement sum of b, read as big-endian
-// words with an odd last byte as the high half of a word.
-func onesSum(b []byte) uint16 {
-	var s uint64
-	for len(b) >= 8 {
-		s += uint64(binary.BigEndian.Uint32(b)) + uint64(binary.BigEndian.Uint32(b[4:]))
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		s += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint64(b[0]) << 8
-	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
 }
 
 // checkOffload refuses an Offload the kernel would reject for a packet of n

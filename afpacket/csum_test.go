@@ -11,6 +11,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/csum"
 )
 
 // l4Frame builds an Ethernet frame (optionally VLAN-tagged) carrying UDP or
@@ -92,7 +93,7 @@ func pseudoPartial(frame []byte, ipOff, csumStart int, v6 bool, proto byte) uint
 		ph = append(ph, 0, proto)
 		ph = binary.BigEndian.AppendUint16(ph, uint16(l4len))
 	}
-	return onesSum(ph)
+	return ones(ph)
 }
 
 func TestCompleteL4(t *testing.T) {
@@ -125,8 +126,8 @@ func TestCompleteL4(t *testing.T) {
 					}
 					// The result verifies: the L4 bytes sum to 0xffff with the pseudo-header.
 					end := l3End(frame)
-					full := []uint16{onesSum(frame[cs:end]), pseudoPartial(frame, ipOff, cs, v6, proto)}
-					if s := onesSum(binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, full[0]), full[1])); s != 0xffff {
+					full := []uint16{ones(frame[cs:end]), pseudoPartial(frame, ipOff, cs, v6, proto)}
+					if s := ones(binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, full[0]), full[1])); s != 0xffff {
 						t.Errorf("v6=%v tcp=%v vlan=%v payload=%d: does not verify (%#04x)", v6, tcp, vlan, payload, s)
 					}
 				}
@@ -371,3 +372,6 @@ func FuzzOffload(f *testing.F) {
 		}
 	})
 }
+
+// ones is the folded one's-complement sum of b.
+func ones(b []byte) uint16 { return csum.Fold(csum.Sum(b, 0)) }

@@ -36,6 +36,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/csum"
 )
 
 type routes []string
@@ -264,7 +265,7 @@ func source(ctx context.Context, d packetio.Device, router net.HardwareAddr, arr
 		n := frame.Build(f, spec)
 		f[33] = byte(i) // spread over 10.99.1.0/24; the header checksum follows
 		f[24], f[25] = 0, 0
-		c := frame.Checksum(f[14:34], 0)
+		c := csum.Checksum(f[14:34], 0)
 		f[24], f[25] = byte(c>>8), byte(c)
 		return n
 	}

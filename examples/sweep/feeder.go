@@ -15,6 +15,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/csum"
 )
 
 // target is where a feeder aims: the receiver's MAC, and an IPv4 address
@@ -257,7 +258,7 @@ func setFlow(b []byte, l4, flow int, spread bool) {
 	if spread {
 		b[33] = byte(flow + 1)
 		b[24], b[25] = 0, 0
-		c := frame.Checksum(b[14:34], 0)
+		c := csum.Checksum(b[14:34], 0)
 		b[24], b[25] = byte(c>>8), byte(c)
 	}
 }

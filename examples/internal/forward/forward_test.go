@@ -9,6 +9,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/internal/csum"
 )
 
 func hop(b byte) Hop { return Hop{Dst: [6]byte{2, 0, 0, 0, 0, b}, Src: [6]byte{2, 0, 0, 0, 0, 0xee}} }
@@ -48,7 +49,7 @@ func udp(t *testing.T, dst string, ttl byte) []byte {
 	b = b[:n]
 	b[14+8] = ttl
 	b[14+10], b[14+11] = 0, 0
-	c := frame.Checksum(b[14:34], 0)
+	c := csum.Checksum(b[14:34], 0)
 	b[14+10], b[14+11] = byte(c>>8), byte(c)
 	return b
 }

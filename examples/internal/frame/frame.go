@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+
+	"github.com/packetio/packetio/internal/csum"
 )
 
 // Sizes, in bytes. A frame's size never includes the 4-byte FCS the NIC
@@ -113,7 +115,7 @@ func Build(dst []byte, s Spec) int {
 		src, dst := s.SrcIP.As4(), s.DstIP.As4()
 		copy(ip[12:16], src[:])
 		copy(ip[16:20], dst[:])
-		binary.BigEndian.PutUint16(ip[10:], Checksum(ip, 0))
+		binary.BigEndian.PutUint16(ip[10:], csum.Checksum(ip, 0))
 	}
 	u := b[l4:]
 	binary.BigEndian.PutUint16(u[0:], s.SrcPort)
@@ -131,30 +133,9 @@ func Build(dst []byte, s Spec) int {
 	return n
 }
 
-// Checksum is the Internet checksum of b, starting from the partial sum.
-func Checksum(b []byte, partial uint32) uint16 {
-	sum := partial
-	for len(b) >= 2 {
-		sum += uint32(b[0])<<8 | uint32(b[1])
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return ^uint16(sum)
-}
-
 // udpChecksum computes the UDP checksum over an IPv6 pseudo-header.
 func udpChecksum(ip6, udp []byte) uint16 {
-	var sum uint32
-	for i := 8; i < 40; i += 2 {
-		sum += uint32(ip6[i])<<8 | uint32(ip6[i+1])
-	}
-	sum += uint32(len(udp)) + protoUDP
-	c := Checksum(udp, sum)
+	c := csum.Checksum(udp, csum.Sum(ip6[8:40], uint32(len(udp))+protoUDP))
 	if c == 0 {
 		c = 0xffff
 	}

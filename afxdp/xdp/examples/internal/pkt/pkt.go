@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+
+	"github.com/packetio/packetio/internal/csum"
 )
 
 // EtherTypes the package knows.
@@ -201,7 +203,7 @@ func Reply(frame []byte, d Datagram, payloadLen int) int {
 		copy(h[24:40], a[:])
 		binary.BigEndian.PutUint16(h[4:], uint16(end-l4))
 		h[7] = DefaultTTL
-		sum = Sum(h[8:40], 0)
+		sum = csum.Sum(h[8:40], 0)
 	} else {
 		h := frame[l3 : l3+20]
 		var a [4]byte
@@ -212,8 +214,8 @@ func Reply(frame []byte, d Datagram, payloadLen int) int {
 		binary.BigEndian.PutUint16(h[2:], uint16(end-l3))
 		h[8] = DefaultTTL
 		h[10], h[11] = 0, 0
-		binary.BigEndian.PutUint16(h[10:], Checksum(h, 0))
-		sum = Sum(h[12:20], 0)
+		binary.BigEndian.PutUint16(h[10:], csum.Checksum(h, 0))
+		sum = csum.Sum(h[12:20], 0)
 	}
 	u := frame[l4:end]
 	sp, dp := u[0:2], u[2:4]
@@ -222,7 +224,7 @@ func Reply(frame []byte, d Datagram, payloadLen int) int {
 	u[6], u[7] = 0, 0
 	if !noSum {
 		sum += ProtoUDP + uint32(len(u))
-		c := Checksum(u, sum)
+		c := csum.Checksum(u, sum)
 		if c == 0 {
 			c = 0xffff // 0 means "no checksum" in UDP
 		}
@@ -232,35 +234,4 @@ func Reply(frame []byte, d Datagram, payloadLen int) int {
 		frame[end] = 0
 	}
 	return end
-}
-
-// Sum adds b to the one's-complement running sum acc, 16 bits at a time in
-// network order (a last odd byte is padded with zero), without folding.
-func Sum(b []byte, acc uint32) uint32 {
-	s := uint64(acc)
-	for len(b) >= 8 {
-		s += uint64(binary.BigEndian.Uint32(b)) + uint64(binary.BigEndian.Uint32(b[4:]))
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		s += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint64(b[0]) << 8
-	}
-	for s>>32 != 0 {
-		s = s&0xffffffff + s>>32
-	}
-	return uint32(s)
-}
-
-// Checksum is the Internet checksum (RFC 1071) of b with acc, a running sum
-// from Sum (the pseudo-header), already added: the value to store.
-func Checksum(b []byte, acc uint32) uint16 {
-	s := Sum(b, acc)
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return ^uint16(s)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/gopacket/layers"
 
+	"github.com/packetio/packetio/internal/csum"
 	"github.com/packetio/packetio/internal/testframe"
 )
 
@@ -160,7 +161,7 @@ func TestReplyWithANewPayload(t *testing.T) {
 		if !bytes.Equal(r.Body(room[:n]), answer) || r.SrcPort != 9000 || r.DstPort != 1111 {
 			t.Fatalf("v6 %v: %+v", v6, r)
 		}
-		if !v6 && Checksum(room[r.L3:r.L3+20], 0) != 0 {
+		if !v6 && csum.Checksum(room[r.L3:r.L3+20], 0) != 0 {
 			t.Fatal("IPv4 header checksum wrong")
 		}
 		if !validUDP(room[:n], r) {
@@ -188,27 +189,12 @@ func TestNoChecksumStaysNone(t *testing.T) {
 func validUDP(f []byte, d Datagram) bool {
 	var sum uint32
 	if d.V6 {
-		sum = Sum(f[d.L3+8:d.L3+40], 0)
+		sum = csum.Sum(f[d.L3+8:d.L3+40], 0)
 	} else {
-		sum = Sum(f[d.L3+12:d.L3+20], 0)
+		sum = csum.Sum(f[d.L3+12:d.L3+20], 0)
 	}
 	sum += ProtoUDP + uint32(8+d.PayloadLen)
-	return Checksum(f[d.L4:d.Payload+d.PayloadLen], sum) == 0
-}
-
-// TestChecksum: RFC 1071's worked example, odd lengths, and a sum large
-// enough to carry many times.
-func TestChecksum(t *testing.T) {
-	if got := Checksum([]byte{0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7}, 0); got != ^uint16(0xddf2) {
-		t.Fatalf("RFC 1071 example: %#x", got)
-	}
-	if got := Checksum([]byte{0x01}, 0); got != ^uint16(0x0100) {
-		t.Fatalf("one byte: %#x", got)
-	}
-	big := bytes.Repeat([]byte{0xff}, 65536)
-	if got := Checksum(big, 0); got != 0 {
-		t.Fatalf("all ones: %#x", got)
-	}
+	return csum.Checksum(f[d.L4:d.Payload+d.PayloadLen], sum) == 0
 }
 
 // TestNoAllocations: parsing and replying allocate nothing.
