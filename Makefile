@@ -71,9 +71,9 @@ netstack:
 FUZZTIME ?= 30s
 fuzz:
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzSteering$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/
-	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/xdp/bpfmatch/
-	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/xdp/pcapfilter/
-	$(REQUIRED) $(GO) test -tags pcap -run XXX -fuzz '^FuzzLibpcap$$' -fuzztime $(FUZZTIME) -parallel 1 ./afxdp/xdp/pcapfilter/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME) -parallel 1 ./filter/bpfmatch/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 1 ./filter/pcapfilter/
+	$(REQUIRED) $(GO) test -tags pcap -run XXX -fuzz '^FuzzLibpcap$$' -fuzztime $(FUZZTIME) -parallel 1 ./filter/pcapfilter/
 
 hello:
 	$(GO) run ./examples/hello

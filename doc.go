@@ -79,5 +79,5 @@
 // match, an offload, a timestamp) rather than approximating it.
 //
 // BACKENDS.md in the repository is the contract a backend honours, and
-// internal/conform is that contract as a test every backend runs.
+// packetiotest is that contract as a test every backend runs.
 package packetio

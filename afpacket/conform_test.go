@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/packetio/packetio/afpacket"
-	"github.com/packetio/packetio/internal/conform"
 	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 // opener opens afpacket devices on one end of a veth pair, inside its
 // namespace.
-func opener(h *netns.Host, opts ...afpacket.Option) conform.OpenFunc {
-	return func(t *testing.T) conform.Device {
+func opener(h *netns.Host, opts ...afpacket.Option) packetiotest.OpenFunc {
+	return func(t *testing.T) packetiotest.Device {
 		var d *afpacket.Device
 		if err := h.Do(func() error {
 			var err error
@@ -28,31 +28,31 @@ func opener(h *netns.Host, opts ...afpacket.Option) conform.OpenFunc {
 
 func TestConformance(t *testing.T) {
 	pair := netns.New(t)
-	conform.Run(t, opener(pair.A, afpacket.WithFrames(1024)),
-		conform.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
+	packetiotest.Run(t, opener(pair.A, afpacket.WithFrames(1024)),
+		packetiotest.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
 }
 
 func TestConformanceMultiQueue(t *testing.T) {
 	pair := netns.New(t)
-	conform.Run(t, opener(pair.A, afpacket.WithQueues(2), afpacket.WithFrames(1024)),
-		conform.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
+	packetiotest.Run(t, opener(pair.A, afpacket.WithQueues(2), afpacket.WithFrames(1024)),
+		packetiotest.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
 }
 
 func TestConformanceGSO(t *testing.T) {
 	pair := netns.New(t)
-	conform.Run(t, opener(pair.A, afpacket.WithGSO()),
-		conform.WithPeer(opener(pair.B, afpacket.WithGSO())))
+	packetiotest.Run(t, opener(pair.A, afpacket.WithGSO()),
+		packetiotest.WithPeer(opener(pair.B, afpacket.WithGSO())))
 }
 
 func TestConformanceMultiBuffer(t *testing.T) {
 	pair := netns.New(t)
 	opts := []afpacket.Option{afpacket.WithMultiBuffer(), afpacket.WithGSO(), afpacket.WithFrameSize(1024), afpacket.WithFrames(1024)}
-	conform.Run(t, opener(pair.A, opts...), conform.WithPeer(opener(pair.B, opts...)))
+	packetiotest.Run(t, opener(pair.A, opts...), packetiotest.WithPeer(opener(pair.B, opts...)))
 }
 
 func TestConformanceTimestamps(t *testing.T) {
 	pair := netns.New(t)
-	conform.RunTimestamps(t, opener(pair.A, afpacket.WithTxQueues(1), afpacket.WithRxQueues(1), afpacket.WithFrames(256)),
+	packetiotest.RunTimestamps(t, opener(pair.A, afpacket.WithTxQueues(1), afpacket.WithRxQueues(1), afpacket.WithFrames(256)),
 		sendStamped(pair))
 }
 
@@ -60,38 +60,38 @@ func TestConformanceTimestamps(t *testing.T) {
 
 func TestConformanceLowLatency(t *testing.T) {
 	pair := netns.New(t)
-	conform.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithFrames(1024)),
-		conform.WithPeer(opener(pair.B, afpacket.WithLowLatency(), afpacket.WithFrames(1024))))
+	packetiotest.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithFrames(1024)),
+		packetiotest.WithPeer(opener(pair.B, afpacket.WithLowLatency(), afpacket.WithFrames(1024))))
 }
 
 func TestConformanceLowLatencyMultiQueue(t *testing.T) {
 	pair := netns.New(t)
-	conform.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithQueues(2), afpacket.WithFrames(1024)),
-		conform.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
+	packetiotest.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithQueues(2), afpacket.WithFrames(1024)),
+		packetiotest.WithPeer(opener(pair.B, afpacket.WithFrames(1024))))
 }
 
 func TestConformanceLowLatencyGSO(t *testing.T) {
 	pair := netns.New(t)
-	conform.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithGSO()),
-		conform.WithPeer(opener(pair.B, afpacket.WithLowLatency(), afpacket.WithGSO())))
+	packetiotest.Run(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithGSO()),
+		packetiotest.WithPeer(opener(pair.B, afpacket.WithLowLatency(), afpacket.WithGSO())))
 }
 
 func TestConformanceLowLatencyMultiBuffer(t *testing.T) {
 	pair := netns.New(t)
 	opts := []afpacket.Option{afpacket.WithLowLatency(), afpacket.WithMultiBuffer(), afpacket.WithGSO(), afpacket.WithFrameSize(1024), afpacket.WithFrames(1024)}
-	conform.Run(t, opener(pair.A, opts...), conform.WithPeer(opener(pair.B, opts...)))
+	packetiotest.Run(t, opener(pair.A, opts...), packetiotest.WithPeer(opener(pair.B, opts...)))
 }
 
 func TestConformanceLowLatencyTimestamps(t *testing.T) {
 	pair := netns.New(t)
-	conform.RunTimestamps(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithTxQueues(1), afpacket.WithRxQueues(1), afpacket.WithFrames(256)),
+	packetiotest.RunTimestamps(t, opener(pair.A, afpacket.WithLowLatency(), afpacket.WithTxQueues(1), afpacket.WithRxQueues(1), afpacket.WithFrames(256)),
 		sendStamped(pair))
 }
 
 // sendStamped sends 8 broadcast frames from a transmit-only device on the
-// pair's B end, for conform.RunTimestamps.
-func sendStamped(pair *netns.Pair) func(t *testing.T, d conform.Device) int {
-	return func(t *testing.T, d conform.Device) int {
+// pair's B end, for packetiotest.RunTimestamps.
+func sendStamped(pair *netns.Pair) func(t *testing.T, d packetiotest.Device) int {
+	return func(t *testing.T, d packetiotest.Device) int {
 		peer := opener(pair.B, afpacket.WithRxQueues(0), afpacket.WithFrames(64))(t)
 		defer peer.Close()
 		tx := peer.TxQueue(0)

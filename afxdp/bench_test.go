@@ -7,9 +7,9 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
-	"github.com/packetio/packetio/afxdp/xdp/trafficgen"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 // The benchmarks are those of afxdp/xdp (same veth, same frames, same

@@ -6,19 +6,19 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
-	"github.com/packetio/packetio/internal/conform"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 // testFilter takes only the conformance suite's frames, so nothing the
 // kernel sends by itself is counted and everything else stays with it.
-var testFilter = packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(conform.EtherType)}}
+var testFilter = packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(packetiotest.EtherType)}}
 
 // opener opens afxdp devices on one end of a veth pair, inside its
 // namespace.
-func opener(h *netns.Host, opts ...afxdp.Option) conform.OpenFunc {
-	return func(t *testing.T) conform.Device {
+func opener(h *netns.Host, opts ...afxdp.Option) packetiotest.OpenFunc {
+	return func(t *testing.T) packetiotest.Device {
 		t.Helper()
 		testenv.NeedBPF(t)
 		var d *afxdp.Device
@@ -44,21 +44,21 @@ func TestConformance(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			pair := netns.New(t)
-			conform.Run(t, opener(pair.A, m.opt), conform.WithPeer(opener(pair.B, m.opt)))
+			packetiotest.Run(t, opener(pair.A, m.opt), packetiotest.WithPeer(opener(pair.B, m.opt)))
 		})
 	}
 }
 
 func TestConformanceMultiQueue(t *testing.T) {
 	pair := netns.New(t, netns.WithQueues(2))
-	conform.Run(t, opener(pair.A, afxdp.WithXDP(xdp.WithDriverMode())), conform.WithPeer(opener(pair.B)))
+	packetiotest.Run(t, opener(pair.A, afxdp.WithXDP(xdp.WithDriverMode())), packetiotest.WithPeer(opener(pair.B)))
 }
 
 func TestConformanceSteering(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			pair := netns.New(t)
-			conform.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (conform.Device, error) {
+			packetiotest.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (packetiotest.Device, error) {
 				testenv.NeedBPF(t)
 				var d *afxdp.Device
 				err := pair.A.Do(func() (err error) {
@@ -78,7 +78,7 @@ func TestConformanceTimestamps(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			pair := netns.New(t)
-			conform.RunTimestamps(t, opener(pair.A, m.opt), func(t *testing.T, d conform.Device) int {
+			packetiotest.RunTimestamps(t, opener(pair.A, m.opt), func(t *testing.T, d packetiotest.Device) int {
 				peer := opener(pair.B, m.opt)(t)
 				defer peer.Close()
 				return sendTestFrames(t, peer.TxQueue(0), 16)
@@ -109,10 +109,10 @@ func sendTestFrames(t *testing.T, tx packetio.TxQueue, n int) int {
 
 func TestConformanceMultiBuffer(t *testing.T) {
 	pair := netns.New(t, netns.WithMTU(9000))
-	conform.Run(t, opener(pair.A, afxdp.WithMultiBuffer()), conform.WithPeer(opener(pair.B, afxdp.WithMultiBuffer())))
+	packetiotest.Run(t, opener(pair.A, afxdp.WithMultiBuffer()), packetiotest.WithPeer(opener(pair.B, afxdp.WithMultiBuffer())))
 }
 
 func TestConformanceTxChecksumOffload(t *testing.T) {
 	pair := netns.New(t)
-	conform.Run(t, opener(pair.A, afxdp.WithTxChecksumOffload()), conform.WithPeer(opener(pair.B)))
+	packetiotest.Run(t, opener(pair.A, afxdp.WithTxChecksumOffload()), packetiotest.WithPeer(opener(pair.B)))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
-	"github.com/packetio/packetio/afxdp/xdp/pcapfilter"
+	"github.com/packetio/packetio/filter/pcapfilter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/testframe"

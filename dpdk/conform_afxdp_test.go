@@ -15,9 +15,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/conform"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 // DPDK 22.11's net_af_xdp keeps its XSK socket (and libxdp's program and map
@@ -32,7 +32,7 @@ import (
 func afxdpOpts() []Option { return []Option{WithTxDepth(256), WithRxDepth(256)} }
 
 // afxdpPairs gives each check's peer the pair its device under test was
-// opened on: conform.Run opens the device, then the peer, with the same t.
+// opened on: packetiotest.Run opens the device, then the peer, with the same t.
 type afxdpPairs struct {
 	mu sync.Mutex
 	m  map[*testing.T]*netns.Pair
@@ -75,7 +75,7 @@ func openAFXDP(t *testing.T, opts ...Option) (*Device, *netns.Pair, error) {
 func TestConformAFXDP(t *testing.T) {
 	testenv.NeedBPF(t)
 	var pairs afxdpPairs
-	conform.Run(t, func(t *testing.T) conform.Device {
+	packetiotest.Run(t, func(t *testing.T) packetiotest.Device {
 		t.Helper()
 		d, p, err := openAFXDP(t)
 		if err != nil {
@@ -84,7 +84,7 @@ func TestConformAFXDP(t *testing.T) {
 		pairs.put(t, p)
 		checkAFXDPDevice(t, d)
 		return d
-	}, conform.WithPeer(func(t *testing.T) conform.Device {
+	}, packetiotest.WithPeer(func(t *testing.T) packetiotest.Device {
 		t.Helper()
 		p := pairs.get(t)
 		if p == nil {
@@ -154,7 +154,7 @@ func TestAFXDPRefusalsLeaveNothingBehind(t *testing.T) {
 // promiscuous is accepted and every filter with a match is refused.
 func TestConformSteeringAFXDP(t *testing.T) {
 	testenv.NeedBPF(t)
-	conform.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (conform.Device, error) {
+	packetiotest.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (packetiotest.Device, error) {
 		d, _, err := openAFXDP(t, WithSteering(f))
 		if err != nil {
 			return nil, err

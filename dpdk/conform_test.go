@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/conform"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 // openIn opens a vdev over h's interface from inside h's namespace, where
@@ -26,8 +26,8 @@ func openIn(t *testing.T, h *netns.Host, spec string, opts ...Option) (*Device, 
 	return d, err
 }
 
-func vdevOpener(h *netns.Host, driver string, index int, opts ...Option) conform.OpenFunc {
-	return func(t *testing.T) conform.Device {
+func vdevOpener(h *netns.Host, driver string, index int, opts ...Option) packetiotest.OpenFunc {
+	return func(t *testing.T) packetiotest.Device {
 		t.Helper()
 		d, err := openIn(t, h, fmt.Sprintf("%s%d,iface=%s", driver, index, h.Link), opts...)
 		if err != nil {
@@ -43,28 +43,28 @@ func vdevOpener(h *netns.Host, driver string, index int, opts ...Option) conform
 func TestConformAFPacket(t *testing.T) {
 	testenv.NeedRoot(t)
 	p := netns.New(t)
-	conform.Run(t, vdevOpener(p.A, "net_af_packet", 0, small()...),
-		conform.WithPeer(vdevOpener(p.B, "net_af_packet", 1, small()...)))
+	packetiotest.Run(t, vdevOpener(p.A, "net_af_packet", 0, small()...),
+		packetiotest.WithPeer(vdevOpener(p.B, "net_af_packet", 1, small()...)))
 }
 
 // TestConformNull runs the bookkeeping half of the contract on net_null,
 // which has no link: what it sends vanishes and what it receives it invents,
 // so the traffic checks do not apply there (they run on net_af_packet).
 func TestConformNull(t *testing.T) {
-	conform.Run(t, func(t *testing.T) conform.Device {
+	packetiotest.Run(t, func(t *testing.T) packetiotest.Device {
 		testenv.NeedRoot(t)
 		d, err := Open("net_null0", append(append([]Option(nil), ealOpts...), append(small(), WithRxQueues(1))...)...)
 		if err != nil {
 			t.Fatalf("open net_null0: %v", err)
 		}
 		return d
-	}, conform.WithoutLink("net_null"))
+	}, packetiotest.WithoutLink("net_null"))
 }
 
 // TestConformSteeringNull: net_null has no flow engine, so promiscuous is
 // accepted and every filter with a match is refused.
 func TestConformSteeringNull(t *testing.T) {
-	conform.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (conform.Device, error) {
+	packetiotest.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (packetiotest.Device, error) {
 		testenv.NeedRoot(t)
 		d, err := Open("net_null0", append(append([]Option(nil), ealOpts...), append(small(), WithSteering(f))...)...)
 		if err != nil {
@@ -79,7 +79,7 @@ func TestConformSteeringNull(t *testing.T) {
 func TestConformSteeringAFPacket(t *testing.T) {
 	testenv.NeedRoot(t)
 	p := netns.New(t)
-	conform.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (conform.Device, error) {
+	packetiotest.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (packetiotest.Device, error) {
 		d, err := openIn(t, p.A, "net_af_packet0,iface="+p.A.Link, append(small(), WithSteering(f))...)
 		if err != nil {
 			return nil, err

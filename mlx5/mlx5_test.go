@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/conform"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/mlx5/internal/dv"
 	"github.com/packetio/packetio/mlx5/internal/ring"
 	"github.com/packetio/packetio/mlx5/internal/wqe"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 // On a machine with no ConnectX, Open fails cleanly for every interface: an
@@ -121,9 +121,9 @@ func TestPlanTx(t *testing.T) {
 func TestConformOnHardware(t *testing.T) {
 	ifname := testenv.NeedHardware(t, "PACKETIO_IFACE", "a ConnectX interface")
 	testenv.NeedRoot(t)
-	opener := func(name string) conform.OpenFunc {
-		return func(t *testing.T) conform.Device {
-			d, err := Open(name, WithQueues(1), WithSteering(packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(conform.EtherType)}}))
+	opener := func(name string) packetiotest.OpenFunc {
+		return func(t *testing.T) packetiotest.Device {
+			d, err := Open(name, WithQueues(1), WithSteering(packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(packetiotest.EtherType)}}))
 			if err != nil {
 				t.Fatalf("Open(%s): %v", name, err)
 			}
@@ -131,11 +131,11 @@ func TestConformOnHardware(t *testing.T) {
 			return d
 		}
 	}
-	var opts []conform.Option
+	var opts []packetiotest.Option
 	if peer := os.Getenv("PACKETIO_PEER_IFACE"); peer != "" {
-		opts = append(opts, conform.WithPeer(opener(peer)))
+		opts = append(opts, packetiotest.WithPeer(opener(peer)))
 	}
-	conform.Run(t, opener(ifname), opts...)
+	packetiotest.Run(t, opener(ifname), opts...)
 }
 
 // TestSteeringRefusalsNeedNoCard checks that contradictory filters are
@@ -160,7 +160,7 @@ func TestSteeringRefusalsNeedNoCard(t *testing.T) {
 // by PACKETIO_IFACE (verification level 3).
 func TestSteeringContract(t *testing.T) {
 	ifname := testenv.NeedHardware(t, "PACKETIO_IFACE", "a ConnectX interface")
-	conform.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (conform.Device, error) {
+	packetiotest.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (packetiotest.Device, error) {
 		d, err := Open(ifname, WithRxQueues(1), WithSteering(f))
 		if errors.Is(err, dv.ErrNoDevice) {
 			return nil, nil

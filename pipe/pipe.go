@@ -1,6 +1,6 @@
 // Package pipe joins two packetio devices back to back in memory: what one
 // transmits, the other receives. It honours the whole packetio contract
-// (conform.Run passes on it, unprivileged), so programs written against
+// (packetiotest.Run passes on it, unprivileged), so programs written against
 // packetio can be tested without root, a NIC or a veth pair.
 //
 // Transmit queue i of one device feeds receive queue i of the other, like a

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/conform"
+	"github.com/packetio/packetio/packetiotest"
 	"github.com/packetio/packetio/pipe"
 )
 
 // conformPair opens pipes for the suite: the device under test is end a, and
 // the peer is the b of the same pipe.
-func conformPair(opts ...pipe.Option) (open, peer conform.OpenFunc) {
+func conformPair(opts ...pipe.Option) (open, peer packetiotest.OpenFunc) {
 	var b packetio.Device
-	open = func(t *testing.T) conform.Device {
+	open = func(t *testing.T) packetiotest.Device {
 		a, bb, err := pipe.New(opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -23,18 +23,18 @@ func conformPair(opts ...pipe.Option) (open, peer conform.OpenFunc) {
 		t.Cleanup(func() { bb.Close() })
 		return a
 	}
-	peer = func(t *testing.T) conform.Device { return b }
+	peer = func(t *testing.T) packetiotest.Device { return b }
 	return open, peer
 }
 
 func TestConform(t *testing.T) {
 	open, peer := conformPair()
-	conform.Run(t, open, conform.WithPeer(peer))
+	packetiotest.Run(t, open, packetiotest.WithPeer(peer))
 }
 
 func TestConformFourQueuesSmallRings(t *testing.T) {
 	open, peer := conformPair(pipe.WithQueues(4), pipe.WithRingSize(64), pipe.WithFrames(1024))
-	conform.Run(t, open, conform.WithPeer(peer))
+	packetiotest.Run(t, open, packetiotest.WithPeer(peer))
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {
@@ -95,7 +95,7 @@ func TestConformReorderingWire(t *testing.T) {
 		return order
 	})
 	open, peer := conformPair(swap)
-	conform.Run(t, open, conform.WithPeer(peer))
+	packetiotest.Run(t, open, packetiotest.WithPeer(peer))
 }
 
 func TestWireReordersLosesAndDuplicates(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/afxdp/xdp"
-	"github.com/packetio/packetio/afxdp/xdp/trafficgen"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 // The benchmarks measure one queue of 64-byte frames on a veth pair: the

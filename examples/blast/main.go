@@ -4,7 +4,7 @@
 // costs the whole machine (CPU including soft interrupts).
 //
 // With -live it opens no packetio device: it transmits from inside the
-// kernel instead (afxdp/xdp/trafficgen: BPF_PROG_RUN with live frames,
+// kernel instead (internal/trafficgen: BPF_PROG_RUN with live frames,
 // XDP_TX, one generator per -queues), several times faster than any
 // user-space sender on a veth, to feed a receiver under test (drop, l3fwd,
 // a receiver of your own) on the other end. A veth passes those frames on

@@ -15,7 +15,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"golang.org/x/net/bpf"
 
-	"github.com/packetio/packetio/afxdp/xdp/pcapfilter"
+	"github.com/packetio/packetio/filter/pcapfilter"
 	"github.com/packetio/packetio/internal/netns"
 )
 

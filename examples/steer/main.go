@@ -12,7 +12,7 @@
 // with their tags.)
 //
 // With -expr it takes what a tcpdump expression names, compiled in pure Go
-// by afxdp/xdp/pcapfilter into the XDP program, through afxdp.WithMatch,
+// by filter/pcapfilter into the XDP program, through afxdp.WithMatch,
 // which stands in for a SteeringFilter and installs the expression alone.
 // On a live interface the expression takes exactly what it says: SSH too,
 // if it names port 22.
@@ -59,9 +59,9 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
-	"github.com/packetio/packetio/afxdp/xdp/pcapfilter"
 	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/metrics"
+	"github.com/packetio/packetio/filter/pcapfilter"
 	"github.com/packetio/packetio/internal/netns"
 )
 

@@ -14,7 +14,7 @@
 // net_af_xdp drivers.
 //
 // Receive and forward are fed from the peer namespace from inside its
-// kernel (afxdp/xdp/trafficgen: BPF_PROG_RUN with live frames, XDP_TX; one
+// kernel (internal/trafficgen: BPF_PROG_RUN with live frames, XDP_TX; one
 // generator per queue of the row), which offers several times what any
 // user-space sender on a veth can, so the receiver is what is measured. A
 // veth takes such frames only while its NAPI is on: an afxdp receiver's

@@ -1,5 +1,5 @@
 // Package live transmits one frame from inside the kernel, as fast as the
-// kernel runs it or at a rate, through afxdp/xdp/trafficgen (BPF_PROG_RUN
+// kernel runs it or at a rate, through internal/trafficgen (BPF_PROG_RUN
 // with live frames, XDP_TX): one generator per CPU given, each on its own
 // thread pinned there. On a veth pair it offers several times what any
 // user-space sender can, so a receiver fed by it is measured, not its
@@ -28,7 +28,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/packetio/packetio/afxdp/xdp"
-	"github.com/packetio/packetio/afxdp/xdp/trafficgen"
+	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 // How many frames one generator sends per BPF_PROG_RUN call. Each call

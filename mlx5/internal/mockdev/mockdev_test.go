@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/conform"
 	"github.com/packetio/packetio/mlx5/internal/ring"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 func checkViolations(t *testing.T, d *Device) {
@@ -18,8 +18,8 @@ func checkViolations(t *testing.T, d *Device) {
 	})
 }
 
-func opener(cfg Config) conform.OpenFunc {
-	return func(t *testing.T) conform.Device {
+func opener(cfg Config) packetiotest.OpenFunc {
+	return func(t *testing.T) packetiotest.Device {
 		d, err := Open(cfg)
 		if err != nil {
 			t.Fatalf("open the model device: %v", err)
@@ -31,9 +31,9 @@ func opener(cfg Config) conform.OpenFunc {
 
 // pairOpeners returns an opener for a device and one for its peer: each call
 // of the first makes a fresh pair and keeps the far end for the second.
-func pairOpeners(cfg Config) (open, peer conform.OpenFunc) {
+func pairOpeners(cfg Config) (open, peer packetiotest.OpenFunc) {
 	var far *Device
-	open = func(t *testing.T) conform.Device {
+	open = func(t *testing.T) packetiotest.Device {
 		a, b, err := Pair(cfg, Config{})
 		if err != nil {
 			t.Fatalf("open the model pair: %v", err)
@@ -43,7 +43,7 @@ func pairOpeners(cfg Config) (open, peer conform.OpenFunc) {
 		far = b
 		return a
 	}
-	peer = func(t *testing.T) conform.Device {
+	peer = func(t *testing.T) packetiotest.Device {
 		p := far
 		far = nil
 		if p == nil {
@@ -69,13 +69,13 @@ func TestConform(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			open, peer := pairOpeners(cfg)
-			conform.Run(t, open, conform.WithPeer(peer))
+			packetiotest.Run(t, open, packetiotest.WithPeer(peer))
 		})
 	}
 }
 
 func TestConformTimestamps(t *testing.T) {
-	send := func(t *testing.T, d conform.Device) int {
+	send := func(t *testing.T, d packetiotest.Device) int {
 		n, err := d.TxQueue(0).SendFunc(16, func(i int, f []byte) int {
 			for j := range f[:64] {
 				f[j] = byte(i + j)
@@ -87,8 +87,8 @@ func TestConformTimestamps(t *testing.T) {
 		}
 		return n
 	}
-	t.Run("with clock", func(t *testing.T) { conform.RunTimestamps(t, opener(Config{Clock: true}), send) })
-	t.Run("without clock", func(t *testing.T) { conform.RunTimestamps(t, opener(Config{}), send) })
+	t.Run("with clock", func(t *testing.T) { packetiotest.RunTimestamps(t, opener(Config{Clock: true}), send) })
+	t.Run("without clock", func(t *testing.T) { packetiotest.RunTimestamps(t, opener(Config{}), send) })
 }
 
 // A card failure reaches Err and SendFunc as ErrQueueFailed with the

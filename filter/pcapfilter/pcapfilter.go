@@ -1,0 +1,64 @@
+package pcapfilter
+
+import (
+	"fmt"
+
+	"golang.org/x/net/bpf"
+
+	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter/bpfmatch"
+)
+
+// Compile compiles a tcpdump filter expression to classic BPF, with
+// libpcap's semantics for a dead DLT_EN10MB (Ethernet) handle: what
+// tcpdump -ddd prints for it, up to instruction order and layout (the
+// programs differ; the verdicts do not). The empty expression matches
+// every packet. Errors are *Error, with the column of the problem.
+func Compile(expr string) ([]bpf.Instruction, error) {
+	root, err := parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	insns, err := generate(root)
+	if err != nil {
+		return nil, &Error{Expr: expr, Msg: err.Error()}
+	}
+	if len(insns) > bpfmatch.MaxInstructions {
+		return nil, &Error{Expr: expr, Msg: fmt.Sprintf("the program is %d instructions, more than the %d classic BPF allows", len(insns), bpfmatch.MaxInstructions), unsupported: true}
+	}
+	return insns, nil
+}
+
+// Match returns the match for expr: Compile, then bpfmatch. An expression
+// that does not compile gives a match carrying the error, which Open (and
+// xdp.NewClassifier) reports. The match is named after the expression in
+// Fleet.Info.
+func Match(expr string) xdp.Match {
+	m, err := CompileMatch(expr)
+	if err != nil {
+		return xdp.MatchError(matchName(expr), err)
+	}
+	return m
+}
+
+// CompileMatch is Match with the error returned: an *Error when the
+// expression is wrong or uses what this package does not implement, a
+// *bpfmatch.Error if the program cannot run in XDP.
+func CompileMatch(expr string) (xdp.Match, error) {
+	insns, err := Compile(expr)
+	if err != nil {
+		return xdp.Match{}, err
+	}
+	m, err := bpfmatch.Compile(matchName(expr), insns)
+	if err != nil {
+		return xdp.Match{}, fmt.Errorf("pcapfilter: %q: %w", expr, err)
+	}
+	return m, nil
+}
+
+func matchName(expr string) string {
+	if expr == "" {
+		return "pcap (empty filter: all)"
+	}
+	return expr
+}
