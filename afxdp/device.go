@@ -7,6 +7,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // Device is an interface opened through AF_XDP: one XDP program steering
@@ -46,7 +47,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		return fail(fmt.Errorf("%w: no steering filter: the XDP program would take every packet on the interface from the kernel, SSH and ARP included; "+
 			"name what you want with WithSteering, or take everything on purpose with WithSteering(packetio.SteeringFilter{Promiscuous: true})", packetio.ErrUnsupported))
 	}
-	match := xdp.MatchNone()
+	match := filter.MatchNone()
 	switch {
 	case c.txOnly:
 	case c.match != nil:

@@ -13,6 +13,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -191,7 +192,7 @@ func TestVLANStrippedByTheDriver(t *testing.T) {
 	if err := p.A.Do(func() error {
 		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "Dual BSD/GPL", Instructions: asm.Instructions{
 			asm.Mov.Reg(asm.R6, asm.R1),
-			asm.Mov.Imm(asm.R2, xdp.NetShort(0x8100)),
+			asm.Mov.Imm(asm.R2, filter.NetShort(0x8100)),
 			asm.Mov.Imm(asm.R3, 100),
 			asm.FnSkbVlanPush.Call(),
 			asm.Mov.Imm(asm.R0, 0), // TC_ACT_OK

@@ -3,6 +3,7 @@ package afxdp
 import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // Defaults.
@@ -25,7 +26,7 @@ type config struct {
 	multiBuffer bool
 	txOnly      bool
 	txCsum      bool
-	match       *xdp.Match
+	match       *filter.Match
 	noStamps    bool
 	cpus        []int
 	noAffinity  bool
@@ -44,10 +45,10 @@ func WithSteering(f packetio.SteeringFilter) Option {
 
 // WithMatch steers with an afxdp/xdp match instead of a SteeringFilter: a
 // tcpdump expression (pcapfilter.Match), a classic BPF program
-// (bpfmatch.Match), a custom block (xdp.NewMatch), or any combination
-// (xdp.MatchAnd, xdp.MatchAny). It stands in for WithSteering and takes
+// (bpfmatch.Match), a custom block (filter.NewMatch), or any combination
+// (filter.MatchAnd, filter.MatchAny). It stands in for WithSteering and takes
 // exactly what the match names.
-func WithMatch(m xdp.Match) Option {
+func WithMatch(m filter.Match) Option {
 	return func(c *config) { c.match, c.steeringSet = &m, true }
 }
 

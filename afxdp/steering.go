@@ -10,90 +10,90 @@ import (
 	"strings"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // compileSteering turns a filter into one match for the XDP program: the OR
 // of its rules, each rule the AND of its conditions. Nothing is widened: a
 // condition the program cannot test makes Open fail with ErrUnsupported.
 // local gives the interface's own addresses for the zero filter.
-func compileSteering(f packetio.SteeringFilter, local func() ([][6]byte, error)) (xdp.Match, error) {
+func compileSteering(f packetio.SteeringFilter, local func() ([][6]byte, error)) (filter.Match, error) {
 	if !f.Promiscuous && len(f.Match) == 0 {
 		macs, err := local()
 		if err != nil {
-			return xdp.Match{}, fmt.Errorf("steering: the zero filter means packets addressed to this interface, and its addresses cannot be read (%v): %w", err, packetio.ErrUnsupported)
+			return filter.Match{}, fmt.Errorf("steering: the zero filter means packets addressed to this interface, and its addresses cannot be read (%v): %w", err, packetio.ErrUnsupported)
 		}
-		ms := make([]xdp.Match, len(macs))
+		ms := make([]filter.Match, len(macs))
 		for i, m := range macs {
-			ms[i] = xdp.MatchDstMAC(m)
+			ms[i] = filter.MatchDstMAC(m)
 		}
-		return xdp.MatchAny(ms...), nil
+		return filter.MatchAny(ms...), nil
 	}
 	rules, err := f.Rules()
 	if err != nil {
-		return xdp.Match{}, err
+		return filter.Match{}, err
 	}
 	if len(rules) == 1 && rules[0].Promiscuous {
-		return xdp.MatchAll(), nil
+		return filter.MatchAll(), nil
 	}
-	alts := make([]xdp.Match, 0, len(rules))
+	alts := make([]filter.Match, 0, len(rules))
 	for _, r := range rules {
 		m, err := compileRule(r)
 		if err != nil {
-			return xdp.Match{}, err
+			return filter.Match{}, err
 		}
 		alts = append(alts, m)
 	}
 	if len(alts) == 1 {
 		return alts[0], nil
 	}
-	return xdp.MatchAny(alts...), nil
+	return filter.MatchAny(alts...), nil
 }
 
 // compileRule is one conjunction.
-func compileRule(r packetio.Rule) (xdp.Match, error) {
-	var conds []xdp.Match
+func compileRule(r packetio.Rule) (filter.Match, error) {
+	var conds []filter.Match
 	if r.MACSet {
-		conds = append(conds, xdp.MatchDstMAC(r.MAC))
+		conds = append(conds, filter.MatchDstMAC(r.MAC))
 	}
 	if r.VLANSet {
-		conds = append(conds, xdp.MatchVLAN(r.VLAN))
+		conds = append(conds, filter.MatchVLAN(r.VLAN))
 	}
 	if r.EtherType != 0 {
-		conds = append(conds, xdp.MatchEtherType(r.EtherType))
+		conds = append(conds, filter.MatchEtherType(r.EtherType))
 	}
 	if err := contradiction(r); err != nil {
-		return xdp.Match{}, err
+		return filter.Match{}, err
 	}
 	if r.SrcPrefix.IsValid() {
-		conds = append(conds, xdp.PrefixMatch(r.SrcPrefix, true))
+		conds = append(conds, filter.PrefixMatch(r.SrcPrefix, true))
 	}
 	if r.DstPrefix.IsValid() {
-		conds = append(conds, xdp.PrefixMatch(r.DstPrefix, false))
+		conds = append(conds, filter.PrefixMatch(r.DstPrefix, false))
 	}
 	ports := r.SrcPortSet || r.DstPortSet
 	if ports && (!r.IPProtoSet || (r.IPProto != packetio.IPProtoTCP && r.IPProto != packetio.IPProtoUDP)) {
-		return xdp.Match{}, fmt.Errorf("steering: rule %v: ports are matched for TCP and UDP only, not protocol %d: %w", ruleString(r), r.IPProto, packetio.ErrUnsupported)
+		return filter.Match{}, fmt.Errorf("steering: rule %v: ports are matched for TCP and UDP only, not protocol %d: %w", ruleString(r), r.IPProto, packetio.ErrUnsupported)
 	}
 	switch {
 	case ports:
 		// The port matches test the protocol too, in both families.
 		if r.DstPortSet {
-			conds = append(conds, xdp.MatchL4Port(r.IPProto, false, r.DstPort))
+			conds = append(conds, filter.MatchL4Port(r.IPProto, false, r.DstPort))
 		}
 		if r.SrcPortSet {
-			conds = append(conds, xdp.MatchL4Port(r.IPProto, true, r.SrcPort))
+			conds = append(conds, filter.MatchL4Port(r.IPProto, true, r.SrcPort))
 		}
 	case r.IPProtoSet:
-		conds = append(conds, xdp.MatchAny(xdp.MatchIPv4Proto(r.IPProto), xdp.MatchIPv6NextHeader(r.IPProto)))
+		conds = append(conds, filter.MatchAny(filter.MatchIPv4Proto(r.IPProto), filter.MatchIPv6NextHeader(r.IPProto)))
 	}
 	if len(conds) == 0 {
-		return xdp.MatchAll(), nil
+		return filter.MatchAll(), nil
 	}
 	if len(conds) == 1 {
 		return conds[0], nil
 	}
-	return xdp.MatchAnd(conds...), nil
+	return filter.MatchAnd(conds...), nil
 }
 
 // contradiction refuses a rule no packet can match: conditions of two
@@ -209,11 +209,11 @@ func localMACs(ifname string) ([][6]byte, error) {
 	return macs, nil
 }
 
-// SteeringMatch compiles a steering filter into the xdp.Match Open installs,
-// for testing it with xdp.MatchPacket or using it with the datapath
+// SteeringMatch compiles a steering filter into the filter.Match Open installs,
+// for testing it with filter.MatchPacket or using it with the datapath
 // directly. The zero filter is refused here: it means the addresses of an
 // interface, which only Open knows.
-func SteeringMatch(f packetio.SteeringFilter) (xdp.Match, error) {
+func SteeringMatch(f packetio.SteeringFilter) (filter.Match, error) {
 	return compileSteering(f, func() ([][6]byte, error) {
 		return nil, fmt.Errorf("no interface to take addresses from")
 	})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/testframe"
 )
@@ -193,7 +193,7 @@ func checkFilter(t *testing.T, frames [][]byte, f packetio.SteeringFilter) {
 		return // refused by the compiler, which is allowed to refuse
 	}
 	paced()
-	c, err := xdp.NewClassifier(xdp.WithFilter(m))
+	c, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{m}})
 	if err != nil {
 		t.Fatalf("%v: the compiled program does not load: %v", f, err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/pcapfilter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
@@ -269,7 +269,7 @@ func TestSteeringMatchesThroughMatchPacket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := xdp.NewClassifier(xdp.WithFilter(m))
+	c, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{m}})
 	if err != nil {
 		t.Fatal(err)
 	}

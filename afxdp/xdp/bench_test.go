@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/trafficgen"
@@ -33,7 +34,7 @@ var benchModes = []struct {
 func BenchmarkReceiveStamped(b *testing.B) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	f := openFleet(b, p.B, xdp.WithFilter(xdp.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), xdp.WithDriverMode(), xdp.WithRxTimestamps())
+	f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), xdp.WithDriverMode(), xdp.WithRxTimestamps())
 	var g *trafficgen.Generator
 	if err := p.A.Do(func() (err error) {
 		g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
@@ -146,7 +147,7 @@ func receiveLoop(b *testing.B, s *xdp.Socket, busy bool) {
 // blocking in Poll or busy-polling the ring, in native and generic mode.
 func BenchmarkReceive(b *testing.B) {
 	if iface := os.Getenv(benchIfaceEnv); iface != "" {
-		f, err := xdp.Open(iface, xdp.WithFilter(xdp.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithAffinity(1))
+		f, err := xdp.Open(iface, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithAffinity(1))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -166,7 +167,7 @@ func BenchmarkReceive(b *testing.B) {
 				if m.name == "generic" {
 					setGRO(b, p.B)
 				}
-				f := openFleet(b, p.B, xdp.WithFilter(xdp.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), m.opt)
+				f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), m.opt)
 				var g *trafficgen.Generator
 				if err := p.A.Do(func() (err error) {
 					g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
@@ -246,7 +247,7 @@ func transmitLoop(b *testing.B, s *xdp.Socket) {
 // drops them, in native and generic mode.
 func BenchmarkTransmit(b *testing.B) {
 	if iface := os.Getenv(benchIfaceEnv); iface != "" {
-		f, err := xdp.Open(iface, xdp.WithFilter(xdp.MatchNone()), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithAffinity(1))
+		f, err := xdp.Open(iface, xdp.WithFilter(filter.MatchNone()), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithAffinity(1))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -258,7 +259,7 @@ func BenchmarkTransmit(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			testenv.NeedBPF(b)
 			p := netns.New(b)
-			transmitLoop(b, openFleet(b, p.A, xdp.WithFilter(xdp.MatchNone()), xdp.WithNeedWakeup(), xdp.WithAffinity(1), m.opt).Socket(0))
+			transmitLoop(b, openFleet(b, p.A, xdp.WithFilter(filter.MatchNone()), xdp.WithNeedWakeup(), xdp.WithAffinity(1), m.opt).Socket(0))
 		})
 	}
 }
@@ -269,7 +270,7 @@ func BenchmarkTransmit(b *testing.B) {
 func BenchmarkForward(b *testing.B) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	s := openFleet(b, p.B, xdp.WithFilter(xdp.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), xdp.WithDriverMode()).Socket(0)
+	s := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), xdp.WithDriverMode()).Socket(0)
 	var g *trafficgen.Generator
 	if err := p.A.Do(func() (err error) {
 		g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))

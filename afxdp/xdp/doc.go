@@ -1,8 +1,11 @@
-// Package xdp is packetio's AF_XDP datapath, usable on its own: UMEM and
-// rings, sockets, a Fleet that binds every queue of an interface under one
-// XDP filter program, the program's matchers, and MatchPacket to test a
-// filter without a NIC. Pure Go, on github.com/cilium/ebpf and
-// golang.org/x/sys/unix; no cgo.
+// Package xdp owns the AF_XDP mechanism: UMEM and rings, sockets, and a
+// Fleet that binds every queue of an interface under one XDP program,
+// attached through a BPF link with its socket map. It is packetio's AF_XDP
+// datapath and usable on its own. The program's matches and their builder
+// are package filter's (filter.MatchUDPPort, filter.NewMatch,
+// filter.MatchPacket to test a filter without a NIC); WithFilter hands them
+// here. Pure Go, on github.com/cilium/ebpf and golang.org/x/sys/unix; no
+// cgo.
 //
 // # The model
 //
@@ -38,11 +41,12 @@
 // a program take one UDP port on a live interface while SSH, ARP and
 // everything else keep working. A program that redirected everything would
 // cut the host off, so Open requires a filter and has no default: name the
-// traffic with WithFilter, take everything on purpose with MatchAll (and
-// WithKeepManagement to stay reachable), or transmit only with MatchNone.
-// The filter is assembled with github.com/cilium/ebpf/asm into one program
-// and checked by the kernel's verifier; MatchPacket runs the same program
-// on a packet you give it.
+// traffic with WithFilter, take everything on purpose with filter.MatchAll
+// (and WithKeepManagement to stay reachable), or transmit only with
+// filter.MatchNone. Package filter assembles the program with
+// github.com/cilium/ebpf/asm from a plain description (filter.Program) that
+// the options translate into, and the kernel's verifier checks it;
+// filter.MatchPacket runs the same program on a packet you give it.
 //
 // # Concurrency
 //

@@ -12,6 +12,8 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/filter"
 )
 
 // Fleet is one XDP program attached to an interface and one socket per
@@ -27,7 +29,7 @@ type Fleet struct {
 	umem    *umem // the shared region, with WithSharedMemory
 	extra   uint64
 	info    Info
-	progCfg progConfig // what the attached program was built from
+	progCfg filter.Program // what the attached program was built from
 	feat    devFeatures
 	tuning  hostTuning
 
@@ -93,7 +95,12 @@ func Open(ifname string, opts ...Option) (*Fleet, error) {
 }
 
 func open(ifname string, c *config) (f *Fleet, err error) {
-	if err := validateMatches(c.matches, c.except); err != nil {
+	if len(c.matches) == 0 {
+		return nil, fmt.Errorf("%w: no filter: without one the program would take every packet from the kernel, SSH and ARP included; "+
+			"name the traffic (WithFilter, WithUDPPorts), take everything on purpose with WithFilter(filter.MatchAll()), or only transmit with WithFilter(filter.MatchNone())",
+			ErrUnsupported)
+	}
+	if err := filter.Validate(c.matches, c.except); err != nil {
 		return nil, err
 	}
 	lk, err := netlink.LinkByName(ifname)
@@ -147,35 +154,35 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: WithKeepManagement: %w", ErrUnsupported, err)
 		}
-		except = append(managementRules(c.mgmtPorts, local), except...)
-		mgmt = managementDesc(c.mgmtPorts, local)
+		except = append(filter.ManagementRules(c.mgmtPorts, local), except...)
+		mgmt = filter.ManagementDesc(c.mgmtPorts, local)
 	}
-	f.info.Filter = filterDesc(c.matches, c.except, mgmt)
+	f.info.Filter = filter.Describe(c.matches, c.except, mgmt)
 
 	feat := queryFeatures(f.ifindex)
 	f.feat = feat
 	f.info.Features = feat.String()
-	kf, kfErr := lookupKfuncs()
+	kf, kfErr := filter.LookupKfuncs()
 
 	if err := f.tuneBeforeAttach(c, nq); err != nil {
 		return nil, err
 	}
 	var tried []string
 	for _, grp := range modeGroups(c.mode, feat.zeroCopyPossible()) {
-		pc := progConfig{matches: c.matches, except: except, frags: c.multiBuf, tail: tailRedirect, kfuncs: kf}
+		pc := filter.Program{Matches: c.matches, Except: except, Frags: c.multiBuf, Verdict: filter.VerdictRedirect, Kfuncs: kf}
 		if c.stamps {
-			pc.stamp = stampMonotonic
+			pc.Stamp = filter.StampMonotonic
 		}
 		devBound := grp.native && kfErr == nil
 		// veth's timestamp kfunc hands back the skb's hardware stamp,
 		// which no veth has: asking costs a call per packet for a zero.
-		if devBound && c.stamps && feat.rxTimestamp() && kf.timestamp != 0 && f.info.Driver != "veth" {
-			pc.stamp = stampDevice
+		if devBound && c.stamps && feat.rxTimestamp() && kf.Timestamp != 0 && f.info.Driver != "veth" {
+			pc.Stamp = filter.StampDevice
 		}
-		if devBound && needsVLAN(c.matches, except) && feat.rxVLANTag() && kf.vlanTag != 0 {
-			pc.vlanKfunc = true
+		if devBound && filter.NeedsVLAN(c.matches, except) && feat.rxVLANTag() && kf.VLANTag != 0 {
+			pc.VLANKfunc = true
 		}
-		if pc.stamp != stampDevice && !pc.vlanKfunc {
+		if pc.Stamp != filter.StampDevice && !pc.VLANKfunc {
 			devBound = false
 		}
 		ok, reason, err := f.tryGroup(c, g, grp, pc, devBound, nq)
@@ -204,14 +211,13 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 // of the group's flags in turn. It returns false with the reason when the
 // driver refuses the mode, and an error only for what no other mode can
 // fix.
-func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc progConfig, devBound bool, nq int) (bool, string, error) {
+func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc filter.Program, devBound bool, nq int) (bool, string, error) {
 	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: "xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(max(f.info.QueuesTotal, nq))})
 	if err != nil {
 		return false, "", fmt.Errorf("create the socket map: %w", err)
 	}
-	pc.xsksFD = xsks.FD()
-	insns, err := assemble(pc)
-	if err != nil {
+	pc.XSKMapFD = xsks.FD()
+	if err := filter.Validate(pc.Matches, pc.Except); err != nil {
 		xsks.Close()
 		return false, "", err
 	}
@@ -219,15 +225,13 @@ func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc progConf
 	if devBound {
 		ifindex = f.ifindex
 	}
-	prog, err := loadProgram(insns, pc.frags, ifindex)
+	prog, err := pc.Load(ifindex)
 	if err != nil && devBound {
 		// The kernel or driver refused the metadata kfuncs: go on
 		// without them, and say so.
 		f.info.Decisions = append(f.info.Decisions, "metadata kfuncs refused ("+err.Error()+"); program not device-bound")
-		pc.stamp, pc.vlanKfunc = min(pc.stamp, stampMonotonic), false
-		if insns, err = assemble(pc); err == nil {
-			prog, err = loadProgram(insns, pc.frags, 0)
-		}
+		pc.Stamp, pc.VLANKfunc = min(pc.Stamp, filter.StampMonotonic), false
+		prog, err = pc.Load(0)
 	}
 	if err != nil {
 		xsks.Close()

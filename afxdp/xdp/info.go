@@ -3,6 +3,8 @@ package xdp
 import (
 	"fmt"
 	"strings"
+
+	"github.com/packetio/packetio/filter"
 )
 
 // Info is how an open fleet is really running: every automatic decision,
@@ -98,7 +100,7 @@ func (i Info) String() string {
 }
 
 // fillInfo records what the successful mode group gave.
-func (f *Fleet) fillInfo(c *config, pc progConfig, grp bindGroup) {
+func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	in := &f.info
 	in.Mode = attachMode(f.ifindex)
 	in.ZeroCopy = len(f.sockets) > 0
@@ -111,16 +113,16 @@ func (f *Fleet) fillInfo(c *config, pc progConfig, grp bindGroup) {
 	}
 	in.SharedUMEM = f.umem != nil
 	in.MultiBuffer = c.multiBuf
-	switch pc.stamp {
-	case stampNone:
+	switch pc.Stamp {
+	case filter.StampNone:
 		in.Timestamps = "off"
-	case stampMonotonic:
+	case filter.StampMonotonic:
 		in.Timestamps = "CLOCK_MONOTONIC (bpf_ktime_get_ns) at the XDP hook"
-	case stampDevice:
+	case filter.StampDevice:
 		in.Timestamps = "the driver's hardware clock (bpf_xdp_metadata_rx_timestamp) where it gives one, else CLOCK_MONOTONIC at the XDP hook; counted per clock in Stats"
 	}
-	if needsVLAN(pc.matches, pc.except) {
-		if pc.vlanKfunc {
+	if filter.NeedsVLAN(pc.Matches, pc.Except) {
+		if pc.VLANKfunc {
 			in.VLAN = "the tag in the frame, or the one the driver stripped (bpf_xdp_metadata_rx_vlan_tag)"
 		} else {
 			in.VLAN = "the tag in the frame only (a tag the driver strips before XDP is not seen: turn rx-vlan-offload off)"

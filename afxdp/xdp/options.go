@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/filter"
 )
 
 // Defaults. The zero Option list plus one filter is a working fleet.
@@ -64,8 +65,8 @@ type Option func(*config)
 // config is what the options build. Its zero value means every default.
 type config struct {
 	queues     int
-	matches    []Match
-	except     []Match
+	matches    []filter.Match
+	except     []filter.Match
 	keepMgmt   bool
 	mgmtPorts  []uint16
 	numFrames  int
@@ -110,17 +111,17 @@ func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
 // WithFilter adds matches; a packet that satisfies any of them goes to the
 // sockets. Open requires at least one: MatchAll to take everything on
 // purpose, MatchNone to only transmit.
-func WithFilter(m ...Match) Option {
+func WithFilter(m ...filter.Match) Option {
 	return func(c *config) { c.matches = append(c.matches, m...) }
 }
 
-// WithUDPPorts is WithFilter(MatchUDPPort(ports...)).
-func WithUDPPorts(ports ...uint16) Option { return WithFilter(MatchUDPPort(ports...)) }
+// WithUDPPorts is WithFilter(filter.MatchUDPPort(ports...)).
+func WithUDPPorts(ports ...uint16) Option { return WithFilter(filter.MatchUDPPort(ports...)) }
 
 // WithExcept adds exceptions: a packet that satisfies any of them stays with
 // the kernel whatever the filter says. Exceptions run first. MatchAll cannot
 // be one.
-func WithExcept(m ...Match) Option {
+func WithExcept(m ...filter.Match) Option {
 	return func(c *config) { c.except = append(c.except, m...) }
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp/internal/tune"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
 )
 
@@ -38,14 +39,14 @@ func TestNAPITuningIsRestored(t *testing.T) {
 	p := vethPair(t)
 	d0, f0 := napiOf(t, p.B)
 
-	f := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)), WithDriverMode())
+	f := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithDriverMode())
 	info, _ := f.Info()
 	if d, fl := napiOf(t, p.B); d != d0 || fl != f0 || len(info.Tuning) != 0 {
 		t.Fatalf("veth tuned by default: %d/%v -> %d/%v, %v", d0, f0, d, fl, info.Tuning)
 	}
 	f.Close()
 
-	opts := []Option{WithFilter(MatchEtherType(testEtherType)), WithDriverMode(), WithNAPITuning(3, 50*time.Microsecond)}
+	opts := []Option{WithFilter(filter.MatchEtherType(testEtherType)), WithDriverMode(), WithNAPITuning(3, 50*time.Microsecond)}
 	f = openIn(t, p.B, opts...)
 	if d, fl := napiOf(t, p.B); d != 3 || fl != 50*time.Microsecond {
 		t.Fatalf("while open: %d/%v, want 3/50us", d, fl)
@@ -82,8 +83,8 @@ func TestNAPITuningIsRestored(t *testing.T) {
 // cross both ways as chains of 2048-byte frames, byte for byte.
 func TestMultiBufferJumbo(t *testing.T) {
 	p := vethPair(t, netns.WithMTU(9000))
-	a := openIn(t, p.A, WithFilter(MatchEtherType(testEtherType)), WithMultiBuffer(), WithNeedWakeup()).Socket(0)
-	b := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)), WithMultiBuffer(), WithNeedWakeup()).Socket(0)
+	a := openIn(t, p.A, WithFilter(filter.MatchEtherType(testEtherType)), WithMultiBuffer(), WithNeedWakeup()).Socket(0)
+	b := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithMultiBuffer(), WithNeedWakeup()).Socket(0)
 	if !a.MultiBuffer() {
 		t.Fatal("not bound with XDP_USE_SG")
 	}
@@ -141,11 +142,11 @@ func TestMultiBufferJumbo(t *testing.T) {
 // frames; nothing is queued either way.
 func TestSendBatchRefusesWhatDoesNotFit(t *testing.T) {
 	p := vethPair(t, netns.WithMTU(9000))
-	plain := openIn(t, p.A, WithFilter(MatchNone())).Socket(0)
+	plain := openIn(t, p.A, WithFilter(filter.MatchNone())).Socket(0)
 	if n, err := plain.SendBatch([][]byte{make([]byte, 60), make([]byte, 3000)}); n != 0 || !errors.Is(err, ErrBadLength) {
 		t.Fatalf("3000 bytes without multi-buffer: %d, %v", n, err)
 	}
-	mb := openIn(t, p.B, WithFilter(MatchNone()), WithMultiBuffer()).Socket(0)
+	mb := openIn(t, p.B, WithFilter(filter.MatchNone()), WithMultiBuffer()).Socket(0)
 	if n, err := mb.SendBatch([][]byte{make([]byte, 19*2048)}); n != 0 || !errors.Is(err, ErrBadLength) {
 		t.Fatalf("19 frames: %d, %v", n, err)
 	}
@@ -160,7 +161,7 @@ func TestSendBatchRefusesWhatDoesNotFit(t *testing.T) {
 // the far end accepts it (copy mode finishes the sum in software).
 func TestTxChecksumMetadata(t *testing.T) {
 	p := vethPair(t, netns.WithAddrs(netip.MustParsePrefix("10.66.0.1/24"), netip.MustParsePrefix("10.66.0.2/24")))
-	s := openIn(t, p.A, WithFilter(MatchNone()), WithTxMetadata(), WithNeedWakeup()).Socket(0)
+	s := openIn(t, p.A, WithFilter(filter.MatchNone()), WithTxMetadata(), WithNeedWakeup()).Socket(0)
 	var conn *net.UDPConn
 	if err := p.B.Do(func() (err error) {
 		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 66, 0, 2), Port: 7777})
@@ -209,7 +210,7 @@ func TestTxChecksumMetadata(t *testing.T) {
 func udpFrame(f []byte, src, dst net.HardwareAddr, payload []byte) int {
 	copy(f[0:6], dst)
 	copy(f[6:12], src)
-	binary.BigEndian.PutUint16(f[12:], EtherTypeIPv4)
+	binary.BigEndian.PutUint16(f[12:], filter.EtherTypeIPv4)
 	ip := f[14:34]
 	ulen := 8 + len(payload)
 	ip[0], ip[1] = 0x45, 0
@@ -256,7 +257,7 @@ func TestSharedMemoryForeignCompletions(t *testing.T) {
 	p := vethPair(t, netns.WithQueues(2))
 	var mu sync.Mutex
 	completed := map[uint64]int{}
-	f := openIn(t, p.A, WithFilter(MatchNone()), WithSharedMemory(64<<10), WithNumFrames(512), WithNeedWakeup(),
+	f := openIn(t, p.A, WithFilter(filter.MatchNone()), WithSharedMemory(64<<10), WithNumFrames(512), WithNeedWakeup(),
 		WithOnForeignComplete(func(addr uint64) { mu.Lock(); completed[addr]++; mu.Unlock() }))
 	if f.NumQueues() != 2 {
 		t.Fatalf("%d queues bound", f.NumQueues())

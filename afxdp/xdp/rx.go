@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/filter"
 )
 
 // Fill posts up to n frames of the receive pool to the fill ring and
@@ -201,7 +203,7 @@ func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 		switch {
 		case st == 0:
 			none++
-		case clock == ClockDevice:
+		case clock == filter.ClockDevice:
 			dev++
 		default:
 			mono++
@@ -218,15 +220,15 @@ func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 // stampOf reads the metadata in front of a received frame: the stamp and
 // its clock, or zeros when the program did not stamp or there is no room.
 func (s *Socket) stampOf(addr uint64) (uint64, uint32) {
-	if !s.stamps || addr&s.umem.mask < RxMetadataLen || addr >= uint64(len(s.umem.mem)) {
+	if !s.stamps || addr&s.umem.mask < filter.RxMetadataLen || addr >= uint64(len(s.umem.mem)) {
 		return 0, 0
 	}
-	m := s.umem.mem[addr-RxMetadataLen : addr]
+	m := s.umem.mem[addr-filter.RxMetadataLen : addr]
 	return binary.NativeEndian.Uint64(m), uint32(binary.NativeEndian.Uint64(m[8:]))
 }
 
-// Stamp returns the arrival stamp and clock (ClockDevice or
-// ClockMonotonic) of a descriptor Receive returned, from the metadata in
+// Stamp returns the arrival stamp and clock (filter.ClockDevice or
+// filter.ClockMonotonic) of a descriptor Receive returned, from the metadata in
 // front of it; zeros without WithRxTimestamps or when it arrived unstamped.
 func (s *Socket) Stamp(d Desc) (uint64, int) {
 	if !s.enter() {
@@ -302,7 +304,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 				break
 			}
 			stamp = st
-			if clock == ClockDevice {
+			if clock == filter.ClockDevice {
 				dev++
 			} else {
 				mono++

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/pool"
 )
 
@@ -367,7 +368,7 @@ func (s *Socket) FrameSize() int { return s.frameSize }
 // the kernel's headroom (and the timestamp metadata, with WithRxTimestamps).
 func (s *Socket) MaxPacket() int {
 	if s.stamps {
-		return s.frameSize - RxHeadroom - RxMetadataLen
+		return s.frameSize - RxHeadroom - filter.RxMetadataLen
 	}
 	return s.frameSize - RxHeadroom
 }

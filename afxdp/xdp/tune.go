@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/afxdp/xdp/internal/tune"
+	"github.com/packetio/packetio/filter"
 )
 
 // NAPI deferral defaults a native attach applies on the drivers it is
@@ -196,9 +197,9 @@ func (f *Fleet) placeExplicit(c *config) error {
 	return nil
 }
 
-func allNone(ms []Match) bool {
+func allNone(ms []filter.Match) bool {
 	for _, m := range ms {
-		if m.kind != kindNone {
+		if !m.IsNone() {
 			return false
 		}
 	}

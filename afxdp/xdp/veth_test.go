@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -141,7 +142,7 @@ func TestVethReceive(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			p := vethPair(t)
-			f := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)), WithNeedWakeup(), mode.opt)
+			f := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup(), mode.opt)
 			info, _ := f.Info()
 			t.Logf("%s", info)
 			if info.Mode != mode.want {
@@ -242,8 +243,8 @@ func TestVethTransmit(t *testing.T) {
 		for _, nw := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/needwakeup=%v", mode.name, nw), func(t *testing.T) {
 				p := vethPair(t)
-				rx := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)), WithNeedWakeup())
-				opts := []Option{WithFilter(MatchNone()), mode.opt, WithRingSize(256), WithNumFrames(1024)}
+				rx := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup())
+				opts := []Option{WithFilter(filter.MatchNone()), mode.opt, WithRingSize(256), WithNumFrames(1024)}
 				if nw {
 					opts = append(opts, WithNeedWakeup())
 				}
@@ -282,8 +283,8 @@ func TestVethTransmit(t *testing.T) {
 // must arrive.
 func TestFullRingDoesNotDeadlock(t *testing.T) {
 	p := vethPair(t)
-	rx := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)))
-	tx := openIn(t, p.A, WithFilter(MatchNone()), WithNeedWakeup(), WithRingSize(64), WithNumFrames(512), WithTxFrames(256)).Socket(0)
+	rx := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)))
+	tx := openIn(t, p.A, WithFilter(filter.MatchNone()), WithNeedWakeup(), WithRingSize(64), WithNumFrames(512), WithTxFrames(256)).Socket(0)
 	descs := tx.Alloc(64)
 	for i := range descs {
 		descs[i].Len = uint32(len(testFrame(tx.UMEM()[descs[i].Addr:], uint32(i), 64)))
@@ -311,8 +312,8 @@ func TestFullRingDoesNotDeadlock(t *testing.T) {
 // forwarded, every receive frame home, the transmit pool untouched.
 func TestForwardCompleteInto(t *testing.T) {
 	p := vethPair(t)
-	fwd := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)), WithNeedWakeup()).Socket(0)
-	peer := openIn(t, p.A, WithFilter(MatchEtherType(testEtherType)), WithNeedWakeup())
+	fwd := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup()).Socket(0)
+	peer := openIn(t, p.A, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup())
 	src := peer.Socket(0)
 	rxFree, txFree := fwd.FreeRxFrames()+fwd.NumFilled(), fwd.FreeTxFrames()
 	const total = 5000
@@ -383,7 +384,7 @@ func TestForwardCompleteInto(t *testing.T) {
 // on another, which returns ErrClosed.
 func TestCloseWakesPoll(t *testing.T) {
 	p := vethPair(t)
-	f := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)), WithNeedWakeup())
+	f := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup())
 	s := f.Socket(0)
 	done := make(chan error, 1)
 	go func() {
@@ -427,12 +428,12 @@ func TestOpenRefusesAndRollsBack(t *testing.T) {
 		opts []Option
 		want string
 	}{
-		{"no filter", nil, "MatchAll"},
-		{"too many queues", []Option{WithFilter(MatchAll()), WithQueues(2)}, "receive queues"},
-		{"zero-copy on veth", []Option{WithFilter(MatchAll()), WithZeroCopy()}, "zero-copy"},
-		{"bad frame size", []Option{WithFilter(MatchAll()), WithFrameSize(3000)}, "power of two"},
-		{"reuse with multi-buffer", []Option{WithFilter(MatchAll()), WithTxReuseRxFrames(), WithMultiBuffer()}, "WithMultiBuffer"},
-		{"bad match", []Option{WithFilter(MatchSrcIP("10.0.0.0/40"))}, "CIDR"},
+		{"no filter", nil, "filter.MatchAll"},
+		{"too many queues", []Option{WithFilter(filter.MatchAll()), WithQueues(2)}, "receive queues"},
+		{"zero-copy on veth", []Option{WithFilter(filter.MatchAll()), WithZeroCopy()}, "zero-copy"},
+		{"bad frame size", []Option{WithFilter(filter.MatchAll()), WithFrameSize(3000)}, "power of two"},
+		{"reuse with multi-buffer", []Option{WithFilter(filter.MatchAll()), WithTxReuseRxFrames(), WithMultiBuffer()}, "WithMultiBuffer"},
+		{"bad match", []Option{WithFilter(filter.MatchSrcIP("10.0.0.0/40"))}, "CIDR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := p.B.Do(func() error {
@@ -467,7 +468,7 @@ func openFDs(t *testing.T) int {
 // TestFastPathAllocations: the per-batch calls allocate nothing.
 func TestFastPathAllocations(t *testing.T) {
 	p := vethPair(t)
-	s := openIn(t, p.B, WithFilter(MatchEtherType(testEtherType)), WithNeedWakeup(), WithRxTimestamps()).Socket(0)
+	s := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup(), WithRxTimestamps()).Socket(0)
 	for _, c := range []struct {
 		name string
 		fn   func()
@@ -499,7 +500,7 @@ func TestFastPathAllocations(t *testing.T) {
 // datagrams to port 9001 on the same interface still reach a kernel socket.
 func TestKernelKeepsTheRest(t *testing.T) {
 	p := vethPair(t, netns.WithAddrs(netip.MustParsePrefix("10.77.0.1/24"), netip.MustParsePrefix("10.77.0.2/24")))
-	f := openIn(t, p.B, WithFilter(MatchUDPPort(9000)), WithNeedWakeup())
+	f := openIn(t, p.B, WithFilter(filter.MatchUDPPort(9000)), WithNeedWakeup())
 	var kconn, sender *net.UDPConn
 	if err := p.B.Do(func() (err error) {
 		kconn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 77, 0, 2), Port: 9001})
@@ -548,7 +549,7 @@ func TestKernelKeepsTheRest(t *testing.T) {
 		descs := s.Receive(64)
 		for _, d := range descs {
 			b := s.GetFrame(d)
-			if len(b) < 38 || binary.BigEndian.Uint16(b[12:]) != EtherTypeIPv4 || b[23] != 17 {
+			if len(b) < 38 || binary.BigEndian.Uint16(b[12:]) != filter.EtherTypeIPv4 || b[23] != 17 {
 				wrong++
 				continue
 			}
@@ -617,7 +618,7 @@ func childHoldsFleet() {
 		fmt.Println("setns:", err)
 		os.Exit(1)
 	}
-	f, err := Open(os.Getenv("XDP_TEST_CHILD"), WithFilter(MatchAll()))
+	f, err := Open(os.Getenv("XDP_TEST_CHILD"), WithFilter(filter.MatchAll()))
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)

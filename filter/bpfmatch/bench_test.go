@@ -3,7 +3,7 @@ package bpfmatch
 import (
 	"testing"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/bpfmatch/bpfmatchtest"
 )
 
@@ -21,7 +21,7 @@ func BenchmarkCompile(b *testing.B) {
 // kernel (BPF_PROG_TEST_RUN, one syscall per frame).
 func BenchmarkClassify(b *testing.B) {
 	m := Match("ssh", corpusProgram(b, "tcp port 22"))
-	c := bpfmatchtest.Classifier(b, xdp.WithFilter(m))
+	c := bpfmatchtest.Classifier(b, filter.Program{Matches: []filter.Match{m}})
 	frames := bpfmatchtest.Frames()
 	i := 0
 	for b.Loop() {

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // MaxInstructions is the longest classic program Compile accepts: the
@@ -26,11 +26,11 @@ const maxBlock = 16 << 10
 // when the program returns a nonzero value. label names the rule in
 // Fleet.Info and in errors and has no effect on matching; an empty label
 // becomes "bpf(N insns)". A program Compile refuses gives a match that
-// carries the error, which Open (and xdp.NewClassifier) then reports.
-func Match(label string, insns []bpf.Instruction) xdp.Match {
+// carries the error, which Open (and filter.NewClassifier) then reports.
+func Match(label string, insns []bpf.Instruction) filter.Match {
 	m, err := Compile(label, insns)
 	if err != nil {
-		return xdp.MatchError(name(label, insns), err)
+		return filter.MatchError(name(label, insns), err)
 	}
 	return m
 }
@@ -38,16 +38,16 @@ func Match(label string, insns []bpf.Instruction) xdp.Match {
 // Compile is Match with the error returned: it validates and translates
 // insns now, so that a program that cannot run in XDP is refused here, with
 // an *Error saying which instruction and why.
-func Compile(label string, insns []bpf.Instruction) (xdp.Match, error) {
+func Compile(label string, insns []bpf.Instruction) (filter.Match, error) {
 	p, err := translate(insns)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			e.Label = name(label, insns)
 		}
-		return xdp.Match{}, err
+		return filter.Match{}, err
 	}
-	return xdp.NewMatch(name(label, insns), p.emit), nil
+	return filter.NewMatch(name(label, insns), p.emit), nil
 }
 
 func name(label string, insns []bpf.Instruction) string {

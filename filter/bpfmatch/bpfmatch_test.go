@@ -13,7 +13,7 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/bpfmatch/bpfmatchtest"
 )
 
@@ -85,7 +85,7 @@ func TestErrors(t *testing.T) {
 			if m.Err() == nil || !strings.Contains(m.Err().Error(), tc.want) {
 				t.Errorf("Match().Err() = %v", m.Err())
 			}
-			if _, err := xdp.NewClassifier(xdp.WithFilter(m)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{m}}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("NewClassifier: %v", err)
 			}
 		})
@@ -129,7 +129,7 @@ func emitFor(t *testing.T, insns []bpf.Instruction) asm.Instructions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := p.emit(xdp.MatchEnv{Next: "next", Redirect: "redirect", Data: xdp.DataRegister, DataEnd: xdp.DataEndRegister})
+	code, err := p.emit(filter.MatchEnv{Next: "next", Redirect: "redirect", Data: filter.DataRegister, DataEnd: filter.DataEndRegister})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestTranslationShape(t *testing.T) {
 		bpf.LoadAbsolute{Off: 12, Size: 2}, bpf.RetA{},
 	})
 	for _, ins := range code {
-		if ins.OpCode.Class().IsLoad() && ins.Src == xdp.DataRegister && ins.Offset != 23 {
+		if ins.OpCode.Class().IsLoad() && ins.Src == filter.DataRegister && ins.Offset != 23 {
 			t.Errorf("dead load emitted: %v\n%v", ins, code)
 		}
 	}
@@ -190,8 +190,8 @@ func TestTranslationShape(t *testing.T) {
 func dataChecks(code asm.Instructions) int {
 	n := 0
 	for i := 2; i < len(code); i++ {
-		if code[i].OpCode.JumpOp() == asm.JGT && code[i].Src == xdp.DataEndRegister &&
-			code[i-2].OpCode.ALUOp() == asm.Mov && code[i-2].Src == xdp.DataRegister && code[i-2].Dst == asm.R0 {
+		if code[i].OpCode.JumpOp() == asm.JGT && code[i].Src == filter.DataEndRegister &&
+			code[i-2].OpCode.ALUOp() == asm.Mov && code[i-2].Src == filter.DataRegister && code[i-2].Dst == asm.R0 {
 			n++
 		}
 	}
@@ -280,7 +280,7 @@ func TestIntentTCPPort(t *testing.T) {
 		}},
 		{"ip6 and tcp dst port 443", func(src net.IP, _, d uint16) bool { return src.To4() == nil && d == 443 }},
 	} {
-		c := bpfmatchtest.Classifier(t, xdp.WithFilter(Match(tc.expr, corpusProgram(t, tc.expr))))
+		c := bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{Match(tc.expr, corpusProgram(t, tc.expr))}})
 		hits := 0
 		for _, f := range wellFormed() {
 			src, s, d, ok := tcpPorts(f.Data)
@@ -323,7 +323,7 @@ func vxlan(vni uint32, dport uint16, optWords int, vlan bool) []byte {
 
 func TestIntentVNI(t *testing.T) {
 	const expr = "udp dst port 4789 and udp[8] & 0x08 != 0 and udp[11:4] & 0x00ffffff = 4242"
-	c := bpfmatchtest.Classifier(t, xdp.WithFilter(Match("vni 4242", corpusProgram(t, expr))))
+	c := bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{Match("vni 4242", corpusProgram(t, expr))}})
 	for _, tc := range []struct {
 		name  string
 		frame []byte
@@ -363,14 +363,14 @@ func TestWithOtherMatches(t *testing.T) {
 	ssh := Match("ssh", corpusProgram(t, "tcp port 22"))
 	dns := Match("dns", corpusProgram(t, "udp port 53"))
 	ex := Match("10/8 to 53", corpusProgram(t, "src net 10.0.0.0/8 and dst port 53"))
-	ms := []xdp.Match{xdp.MatchEtherType(xdp.EtherTypeARP), ssh, xdp.MatchUDPPort(4789), dns}
-	c := bpfmatchtest.Classifier(t, xdp.WithFilter(ms...), xdp.WithExcept(ex))
-	alone := make([]*xdp.Classifier, len(ms))
+	ms := []filter.Match{filter.MatchEtherType(filter.EtherTypeARP), ssh, filter.MatchUDPPort(4789), dns}
+	c := bpfmatchtest.Classifier(t, filter.Program{Matches: ms, Except: []filter.Match{ex}})
+	alone := make([]*filter.Classifier, len(ms))
 	for i, m := range ms {
-		alone[i] = bpfmatchtest.Classifier(t, xdp.WithFilter(m))
+		alone[i] = bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{m}})
 	}
-	exc := bpfmatchtest.Classifier(t, xdp.WithFilter(ex))
-	run := func(c *xdp.Classifier, f []byte) bool {
+	exc := bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{ex}})
+	run := func(c *filter.Classifier, f []byte) bool {
 		ok, err := c.Match(f)
 		if err != nil {
 			t.Fatal(err)

@@ -8,14 +8,14 @@ import (
 
 	"golang.org/x/net/bpf"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/bpfmatch/bpfmatchtest"
 )
 
 // differ runs every frame through prog in the reference VM and in the
 // kernel (one classifier for the program) and reports each disagreement.
 // It returns the number of comparisons and of matches.
-func differ(t *testing.T, p named, frames []bpfmatchtest.Frame, opts ...xdp.Option) (n, matched int) {
+func differ(t *testing.T, p named, frames []bpfmatchtest.Frame, frags ...bool) (n, matched int) {
 	t.Helper()
 	m, err := Compile(p.name, p.insns)
 	if err != nil {
@@ -27,7 +27,7 @@ func differ(t *testing.T, p named, frames []bpfmatchtest.Frame, opts ...xdp.Opti
 		t.Errorf("%s: %v", p.name, err)
 		return 0, 0
 	}
-	c := bpfmatchtest.Classifier(t, append([]xdp.Option{xdp.WithFilter(m)}, opts...)...)
+	c := bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{m}, Frags: len(frags) > 0 && frags[0]})
 	defer c.Close()
 	bad := 0
 	for _, f := range frames {
@@ -94,7 +94,7 @@ func TestDifferentialMultiBuffer(t *testing.T) {
 	frames := bpfmatchtest.Frames()
 	n := 0
 	for _, p := range pcapCorpus(t) {
-		c, _ := differ(t, p, frames, xdp.WithMultiBuffer())
+		c, _ := differ(t, p, frames, true)
 		n += c
 	}
 	t.Logf("with frags: %d comparisons", n)
@@ -110,8 +110,8 @@ func TestRawAndTyped(t *testing.T) {
 			typed[i] = ins.(bpf.RawInstruction).Disassemble()
 		}
 		raw, typ := mustCompile(t, p.name, p.insns), mustCompile(t, p.name, typed)
-		cr := bpfmatchtest.Classifier(t, xdp.WithFilter(raw))
-		ct := bpfmatchtest.Classifier(t, xdp.WithFilter(typ))
+		cr := bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{raw}})
+		ct := bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{typ}})
 		for _, f := range frames {
 			a, err1 := cr.Match(f.Data)
 			b, err2 := ct.Match(f.Data)
@@ -122,7 +122,7 @@ func TestRawAndTyped(t *testing.T) {
 	}
 }
 
-func mustCompile(t *testing.T, label string, insns []bpf.Instruction) xdp.Match {
+func mustCompile(t *testing.T, label string, insns []bpf.Instruction) filter.Match {
 	t.Helper()
 	m, err := Compile(label, insns)
 	if err != nil {

@@ -33,7 +33,7 @@ func ExampleCompile() {
 		return
 	}
 	fmt.Println(m)
-	_ = xdp.WithFilter(m) // for xdp.Open or xdp.NewClassifier
+	_ = xdp.WithFilter(m) // for xdp.Open or filter.NewClassifier
 
 	// A filter compiled against a live Linux capture handle may read the
 	// VLAN tag the kernel stripped into the socket buffer: XDP has none.

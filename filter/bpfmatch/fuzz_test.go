@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/bpfmatch/bpfmatchtest"
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -56,9 +56,9 @@ func FuzzDifferential(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%v%s", err, listing(insns))
 		}
-		c, err := bpfmatchtest.LoadClassifier(t, xdp.WithFilter(m))
+		c, err := bpfmatchtest.LoadClassifier(t, filter.Program{Matches: []filter.Match{m}})
 		if err != nil {
-			if xdp.IsVerifierError(err) {
+			if filter.IsVerifierError(err) {
 				t.Fatalf("the verifier refused the translation: %+v%s", err, listing(insns))
 			}
 			t.Fatalf("load: %v", err)

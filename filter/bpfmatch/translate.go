@@ -8,7 +8,7 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // maxPacketOff is the verifier's MAX_PACKET_OFF: no packet pointer range
@@ -77,7 +77,7 @@ func translate(insns []bpf.Instruction) (*program, error) {
 	p.analyse()
 	// Size the translation now, so that a program too long for eBPF is
 	// refused by Compile rather than by Open.
-	code, err := p.emit(xdp.MatchEnv{Next: "next", Redirect: "redirect", Data: xdp.DataRegister, DataEnd: xdp.DataEndRegister})
+	code, err := p.emit(filter.MatchEnv{Next: "next", Redirect: "redirect", Data: filter.DataRegister, DataEnd: filter.DataEndRegister})
 	if err != nil {
 		return nil, err
 	}
@@ -393,14 +393,14 @@ func loadSize(n int) asm.Size {
 // emitter holds the state of one emission.
 type emitter struct {
 	p    *program
-	env  xdp.MatchEnv
+	env  filter.MatchEnv
 	out  asm.Instructions
 	next int // the block emitted after the current one, or -1
 }
 
-// emit is the xdp.NewMatch builder: it writes the block for env. It is
+// emit is the filter.NewMatch builder: it writes the block for env. It is
 // deterministic and has no side effects, so Open may run it per mode.
-func (p *program) emit(env xdp.MatchEnv) (asm.Instructions, error) {
+func (p *program) emit(env filter.MatchEnv) (asm.Instructions, error) {
 	e := &emitter{p: p, env: env}
 	e.out = append(e.out, asm.Mov.Imm32(regA, 0), asm.Mov.Imm32(regX, 0))
 	for n, read := range p.scratch {

@@ -1,6 +1,6 @@
 // Package pcapfilter compiles tcpdump filter expressions to classic BPF, in
 // pure Go (no cgo, no libpcap), with libpcap's semantics for a dead
-// DLT_EN10MB (Ethernet) handle, and turns them into xdp.Match values
+// DLT_EN10MB (Ethernet) handle, and turns them into filter.Match values
 // through bpfmatch:
 //
 //	fleet, err := xdp.Open("eth0", xdp.WithFilter(

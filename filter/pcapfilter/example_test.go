@@ -38,7 +38,7 @@ func ExampleCompile() {
 func ExampleMatch() {
 	m := pcapfilter.Match("tcp port 443 and not src net 192.0.2.0/24")
 	fmt.Println(m, m.Err())
-	_ = xdp.WithFilter(m) // for xdp.Open or xdp.NewClassifier
+	_ = xdp.WithFilter(m) // for xdp.Open or filter.NewClassifier
 
 	// A mistake is reported with its column, by Open or here.
 	fmt.Println(pcapfilter.Match("udp port").Err())

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/net/bpf"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/bpfmatch"
 )
 
@@ -31,12 +31,12 @@ func Compile(expr string) ([]bpf.Instruction, error) {
 
 // Match returns the match for expr: Compile, then bpfmatch. An expression
 // that does not compile gives a match carrying the error, which Open (and
-// xdp.NewClassifier) reports. The match is named after the expression in
+// filter.NewClassifier) reports. The match is named after the expression in
 // Fleet.Info.
-func Match(expr string) xdp.Match {
+func Match(expr string) filter.Match {
 	m, err := CompileMatch(expr)
 	if err != nil {
-		return xdp.MatchError(matchName(expr), err)
+		return filter.MatchError(matchName(expr), err)
 	}
 	return m
 }
@@ -44,14 +44,14 @@ func Match(expr string) xdp.Match {
 // CompileMatch is Match with the error returned: an *Error when the
 // expression is wrong or uses what this package does not implement, a
 // *bpfmatch.Error if the program cannot run in XDP.
-func CompileMatch(expr string) (xdp.Match, error) {
+func CompileMatch(expr string) (filter.Match, error) {
 	insns, err := Compile(expr)
 	if err != nil {
-		return xdp.Match{}, err
+		return filter.Match{}, err
 	}
 	m, err := bpfmatch.Compile(matchName(expr), insns)
 	if err != nil {
-		return xdp.Match{}, fmt.Errorf("pcapfilter: %q: %w", expr, err)
+		return filter.Match{}, fmt.Errorf("pcapfilter: %q: %w", expr, err)
 	}
 	return m, nil
 }

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/bpfmatch"
 	"github.com/packetio/packetio/filter/bpfmatch/bpfmatchtest"
 )
@@ -126,7 +126,7 @@ func TestMatchNames(t *testing.T) {
 	if got := Match("").String(); got != "pcap (empty filter: all)" {
 		t.Errorf("empty: %q", got)
 	}
-	if _, err := xdp.NewClassifier(xdp.WithFilter(Match("port"))); err == nil || !strings.Contains(err.Error(), `pcapfilter: column 5: expected a number after "port"`) {
+	if _, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{Match("port")}}); err == nil || !strings.Contains(err.Error(), `pcapfilter: column 5: expected a number after "port"`) {
 		t.Errorf("NewClassifier with a bad expression: %v", err)
 	}
 }
@@ -383,7 +383,7 @@ func TestClassifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := bpfmatchtest.Classifier(t, xdp.WithFilter(m))
+	c := bpfmatchtest.Classifier(t, filter.Program{Matches: []filter.Match{m}})
 	o := compile(t, expr)
 	hits := 0
 	for _, f := range bpfmatchtest.Frames() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/trafficgen"
@@ -26,7 +27,7 @@ func TestGeneratorFeedsAReceiver(t *testing.T) {
 	p := netns.New(t)
 	var f *xdp.Fleet
 	if err := p.B.Do(func() (err error) {
-		f, err = xdp.Open(p.B.Link, xdp.WithFilter(xdp.MatchEtherType(0x88b5)), xdp.WithDriverMode(), xdp.WithNeedWakeup())
+		f, err = xdp.Open(p.B.Link, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithDriverMode(), xdp.WithNeedWakeup())
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // Traffic is what a stack receives.
@@ -176,9 +177,9 @@ func (t Traffic) Options() ([]afxdp.Option, error) {
 }
 
 // Matches returns the whole steering as XDP matches, any of which takes a
-// frame: what Options installs, for xdp.NewClassifier or for a program on
+// frame: what Options installs, for filter.NewClassifier or for a program on
 // the datapath (package afxdp/xdp) directly.
-func (t Traffic) Matches() ([]xdp.Match, error) {
+func (t Traffic) Matches() ([]filter.Match, error) {
 	v4, v6, err := t.check()
 	if err != nil {
 		return nil, err
@@ -186,8 +187,8 @@ func (t Traffic) Matches() ([]xdp.Match, error) {
 	return t.matches(v4, v6, t.filters(v4, v6))
 }
 
-func (t Traffic) matches(v4, v6 netip.Addr, fs []packetio.SteeringFilter) ([]xdp.Match, error) {
-	var ms []xdp.Match
+func (t Traffic) matches(v4, v6 netip.Addr, fs []packetio.SteeringFilter) ([]filter.Match, error) {
+	var ms []filter.Match
 	for _, f := range fs {
 		m, err := afxdp.SteeringMatch(f)
 		if err != nil {
@@ -215,20 +216,20 @@ const (
 // address is a: requests asking for a, and the replies to requests a sent
 // (a reply's target is the asker). The kernel keeps every other ARP packet
 // on the interface, its own included. a must be an IPv4 address.
-func ARPFor(a netip.Addr) xdp.Match {
+func ARPFor(a netip.Addr) filter.Match {
 	a = a.Unmap()
 	if !a.Is4() {
-		return xdp.MatchError("arp-for", fmt.Errorf("%v is not an IPv4 address", a))
+		return filter.MatchError("arp-for", fmt.Errorf("%v is not an IPv4 address", a))
 	}
 	want := a.As4()
-	return xdp.NewMatch("arp for "+a.String(), func(env xdp.MatchEnv) (asm.Instructions, error) {
+	return filter.NewMatch("arp for "+a.String(), func(env filter.MatchEnv) (asm.Instructions, error) {
 		_, base := env.FrameBase()
 		insns := env.Bounds(base, arpEnd)
 		return append(insns,
-			asm.LoadMem(asm.R1, base, xdp.OffEtherType, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(xdp.EtherTypeARP), env.Next),
+			asm.LoadMem(asm.R1, base, filter.OffEtherType, asm.Half),
+			asm.JNE.Imm(asm.R1, filter.NetShort(filter.EtherTypeARP), env.Next),
 			asm.LoadMem(asm.R1, base, offARPProto, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(xdp.EtherTypeIPv4), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(filter.EtherTypeIPv4), env.Next),
 			asm.LoadMem(asm.R1, base, offARPTarget, asm.Word),
 			asm.JNE.Imm32(asm.R1, int32(binary.NativeEndian.Uint32(want[:])), env.Next),
 			asm.Ja.Label(env.Redirect),
@@ -251,19 +252,19 @@ const (
 // at a needs to be found and to find its neighbours. Router discovery,
 // MLD and every other ICMPv6 message stay with the kernel. a must be an
 // IPv6 address.
-func NeighborDiscoveryFor(a netip.Addr) xdp.Match {
+func NeighborDiscoveryFor(a netip.Addr) filter.Match {
 	if !a.Is6() || a.Is4In6() {
-		return xdp.MatchError("nd-for", fmt.Errorf("%v is not an IPv6 address", a))
+		return filter.MatchError("nd-for", fmt.Errorf("%v is not an IPv6 address", a))
 	}
 	a = a.WithZone("")
 	b := a.As16()
 	sol := netip.AddrFrom16([16]byte{0xff, 0x02, 11: 1, 12: 0xff, 13: b[13], 14: b[14], 15: b[15]})
-	ndType := xdp.NewMatch("icmpv6 type 135|136", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	ndType := filter.NewMatch("icmpv6 type 135|136", func(env filter.MatchEnv) (asm.Instructions, error) {
 		_, base := env.FrameBase()
 		insns := env.Bounds(base, offICMPv6Type+1)
 		return append(insns,
-			asm.LoadMem(asm.R1, base, xdp.OffEtherType, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(xdp.EtherTypeIPv6), env.Next),
+			asm.LoadMem(asm.R1, base, filter.OffEtherType, asm.Half),
+			asm.JNE.Imm(asm.R1, filter.NetShort(filter.EtherTypeIPv6), env.Next),
 			asm.LoadMem(asm.R1, base, offIPv6Next, asm.Byte),
 			asm.JNE.Imm(asm.R1, icmpv6, env.Next),
 			asm.LoadMem(asm.R1, base, offICMPv6Type, asm.Byte),
@@ -272,8 +273,8 @@ func NeighborDiscoveryFor(a netip.Addr) xdp.Match {
 			asm.Ja.Label(env.Next),
 		), nil
 	})
-	return xdp.MatchAnd(ndType, xdp.MatchAny(
-		xdp.PrefixMatch(netip.PrefixFrom(a, 128), false),
-		xdp.PrefixMatch(netip.PrefixFrom(sol, 128), false),
+	return filter.MatchAnd(ndType, filter.MatchAny(
+		filter.PrefixMatch(netip.PrefixFrom(a, 128), false),
+		filter.PrefixMatch(netip.PrefixFrom(sol, 128), false),
 	))
 }

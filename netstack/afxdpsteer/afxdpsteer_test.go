@@ -8,7 +8,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -127,9 +127,9 @@ type steerCase struct {
 
 // checkSteering loads ms as the program's filter and runs every frame
 // through it in the kernel.
-func checkSteering(t *testing.T, ms []xdp.Match, cases []steerCase) {
+func checkSteering(t *testing.T, ms []filter.Match, cases []steerCase) {
 	t.Helper()
-	c, err := xdp.NewClassifier(xdp.WithFilter(ms...))
+	c, err := filter.NewClassifier(filter.Program{Matches: ms})
 	if err != nil {
 		t.Fatalf("load the steering: %v", err)
 	}

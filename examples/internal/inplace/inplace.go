@@ -15,13 +15,14 @@ import (
 
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/internal/bed"
+	"github.com/packetio/packetio/filter"
 )
 
 // Open opens a fleet on p taking what m matches, laid out for answering
 // in place: received frames are what is sent, so the transmit pool gets
 // only a token 64 frames and every ring room for all 4096. It prints the
 // fleet's Info to w.
-func Open(p bed.Port, m xdp.Match, w io.Writer) (*xdp.Fleet, error) {
+func Open(p bed.Port, m filter.Match, w io.Writer) (*xdp.Fleet, error) {
 	var fleet *xdp.Fleet
 	err := p.Do(func() (err error) {
 		fleet, err = xdp.Open(p.Name,

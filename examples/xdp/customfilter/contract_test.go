@@ -6,8 +6,8 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/matchtest"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testframe"
 )
 
@@ -17,14 +17,14 @@ import (
 // loaded, with an error that names the rule; and a block that uses its
 // stack within the 64 bytes loads and runs.
 func TestBlockContract(t *testing.T) {
-	block := func(ins ...asm.Instruction) xdp.Match {
-		return xdp.NewMatch("contract", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	block := func(ins ...asm.Instruction) filter.Match {
+		return filter.NewMatch("contract", func(env filter.MatchEnv) (asm.Instructions, error) {
 			return append(env.Bounds(env.Data, 14), ins...), nil
 		})
 	}
 	for _, tc := range []struct {
 		name string
-		m    xdp.Match
+		m    filter.Match
 		want string
 	}{
 		{"writes R6 (data end)", block(asm.Add.Imm(asm.R6, 1)), "R6"},
@@ -34,21 +34,21 @@ func TestBlockContract(t *testing.T) {
 		{"returns", block(asm.Mov.Imm(asm.R0, 2), asm.Return()), "returns"},
 		{"stores below its 64 bytes", block(asm.StoreMem(asm.R10, -72, asm.R1, asm.DWord)), "stack"},
 	} {
-		_, err := xdp.NewClassifier(xdp.WithFilter(tc.m))
-		if err == nil || xdp.IsVerifierError(err) || !strings.Contains(err.Error(), tc.want) {
+		_, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{tc.m}})
+		if err == nil || filter.IsVerifierError(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v (want a refusal naming %q, before the verifier)", tc.name, err, tc.want)
 		}
 	}
 	// Spill the EtherType to the stack and compare it from there: legal.
-	stack := xdp.NewMatch("ethertype via the stack", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	stack := filter.NewMatch("ethertype via the stack", func(env filter.MatchEnv) (asm.Instructions, error) {
 		ins, base := env.FrameBase()
 		ins = append(ins, env.Bounds(base, 14)...)
 		return append(ins,
 			asm.LoadMem(asm.R1, base, 12, asm.Half),
-			asm.StoreMem(asm.R10, -xdp.BlockStack, asm.R1, asm.DWord),
+			asm.StoreMem(asm.R10, -filter.BlockStack, asm.R1, asm.DWord),
 			asm.Mov.Imm(asm.R1, 0),
-			asm.LoadMem(asm.R2, asm.R10, -xdp.BlockStack, asm.DWord),
-			asm.JEq.Imm(asm.R2, xdp.NetShort(0x86dd), env.Redirect),
+			asm.LoadMem(asm.R2, asm.R10, -filter.BlockStack, asm.DWord),
+			asm.JEq.Imm(asm.R2, filter.NetShort(0x86dd), env.Redirect),
 		), nil
 	})
 	matchtest.Run(t, stack, []matchtest.Case{

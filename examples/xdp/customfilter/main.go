@@ -1,5 +1,5 @@
 // Command customfilter opens an AF_XDP fleet whose filter is one of five
-// custom matches, each an xdp.NewMatch block of hand-written eBPF in a
+// custom matches, each an filter.NewMatch block of hand-written eBPF in a
 // package beside this one, and prints what the filter takes:
 //
 //	-match vlan    vlanid.Match: the VLAN ID in the frame's outer tag
@@ -8,7 +8,7 @@
 //	-match vxlan   vxlanvni.Match: a VXLAN network on UDP 4789 (two paths that join)
 //	-match gre     greproto.Match: the protocol GRE over IPv4 carries
 //
-// Each package's test runs its match in the kernel (xdp.NewClassifier,
+// Each package's test runs its match in the kernel (filter.NewClassifier,
 // BPF_PROG_TEST_RUN) over frames it must take and near misses it must not;
 // read those first, then this program, which shows the same match on a
 // live interface.
@@ -55,6 +55,7 @@ import (
 	"github.com/packetio/packetio/examples/xdp/customfilter/tcpsyn"
 	"github.com/packetio/packetio/examples/xdp/customfilter/vlanid"
 	"github.com/packetio/packetio/examples/xdp/customfilter/vxlanvni"
+	"github.com/packetio/packetio/filter"
 )
 
 // kinds are the -match values.
@@ -150,11 +151,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 // matchFor builds the match the options ask for. port, when given, is
 // where -mac defaults from; without it only the arguments are checked.
-func matchFor(o options, port *bed.Port) (xdp.Match, error) {
+func matchFor(o options, port *bed.Port) (filter.Match, error) {
 	switch o.match {
 	case "vlan":
 		if o.vlan > 4095 {
-			return xdp.Match{}, fmt.Errorf("-vlan %d: a VLAN ID is 0-4095", o.vlan)
+			return filter.Match{}, fmt.Errorf("-vlan %d: a VLAN ID is 0-4095", o.vlan)
 		}
 		return vlanid.Match(uint16(o.vlan)), nil
 	case "dstmac":
@@ -163,13 +164,13 @@ func matchFor(o options, port *bed.Port) (xdp.Match, error) {
 		case o.mac != "":
 			hw, err := net.ParseMAC(o.mac)
 			if err != nil || len(hw) != 6 {
-				return xdp.Match{}, fmt.Errorf("-mac %q: not an Ethernet address", o.mac)
+				return filter.Match{}, fmt.Errorf("-mac %q: not an Ethernet address", o.mac)
 			}
 			copy(mac[:], hw)
 		case port != nil:
 			hw, err := hardwareAddr(*port)
 			if err != nil {
-				return xdp.Match{}, err
+				return filter.Match{}, err
 			}
 			copy(mac[:], hw)
 		}
@@ -179,7 +180,7 @@ func matchFor(o options, port *bed.Port) (xdp.Match, error) {
 		for _, f := range strings.FieldsFunc(o.ports, func(r rune) bool { return r == ',' }) {
 			p, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
 			if err != nil || p == 0 {
-				return xdp.Match{}, fmt.Errorf("-ports %q: %q is not a port", o.ports, f)
+				return filter.Match{}, fmt.Errorf("-ports %q: %q is not a port", o.ports, f)
 			}
 			ports = append(ports, uint16(p))
 		}
@@ -187,17 +188,17 @@ func matchFor(o options, port *bed.Port) (xdp.Match, error) {
 	case "vxlan":
 		v, err := strconv.ParseUint(o.vni, 0, 32)
 		if err != nil || v > 0xffffff {
-			return xdp.Match{}, fmt.Errorf("-vni %q: a VNI is 24 bits (0 to 0xffffff)", o.vni)
+			return filter.Match{}, fmt.Errorf("-vni %q: a VNI is 24 bits (0 to 0xffffff)", o.vni)
 		}
 		return vxlanvni.Match(uint32(v)), nil
 	case "gre":
 		v, err := strconv.ParseUint(o.proto, 0, 16)
 		if err != nil {
-			return xdp.Match{}, fmt.Errorf("-proto %q: a protocol type is 16 bits", o.proto)
+			return filter.Match{}, fmt.Errorf("-proto %q: a protocol type is 16 bits", o.proto)
 		}
 		return greproto.Match(uint16(v)), nil
 	}
-	return xdp.Match{}, fmt.Errorf("-match %q: one of %s", o.match, strings.Join(kinds, ", "))
+	return filter.Match{}, fmt.Errorf("-match %q: one of %s", o.match, strings.Join(kinds, ", "))
 }
 
 // hardwareAddr reads an interface's Ethernet address in its namespace.
@@ -220,7 +221,7 @@ func hardwareAddr(p bed.Port) (net.HardwareAddr, error) {
 // listen opens a fleet on port with the filter m and prints every frame it
 // takes (up to show, then it only counts) until ctx ends. It returns the
 // frames taken.
-func listen(ctx context.Context, port bed.Port, m xdp.Match, show int, w io.Writer, extra ...xdp.Option) (uint64, error) {
+func listen(ctx context.Context, port bed.Port, m filter.Match, show int, w io.Writer, extra ...xdp.Option) (uint64, error) {
 	fleet, err := open(port, m, w, extra...)
 	if err != nil {
 		return 0, err
@@ -231,7 +232,7 @@ func listen(ctx context.Context, port bed.Port, m xdp.Match, show int, w io.Writ
 
 // open opens a fleet on port, in its namespace, with the filter m, and
 // prints how it runs.
-func open(port bed.Port, m xdp.Match, w io.Writer, extra ...xdp.Option) (*xdp.Fleet, error) {
+func open(port bed.Port, m filter.Match, w io.Writer, extra ...xdp.Option) (*xdp.Fleet, error) {
 	opts := append([]xdp.Option{xdp.WithFilter(m), xdp.WithNeedWakeup(), xdp.WithNumFrames(4096)}, extra...)
 	var fleet *xdp.Fleet
 	err := port.Do(func() (err error) {
@@ -239,7 +240,7 @@ func open(port bed.Port, m xdp.Match, w io.Writer, extra ...xdp.Option) (*xdp.Fl
 		return err
 	})
 	if err != nil {
-		if xdp.IsVerifierError(err) {
+		if filter.IsVerifierError(err) {
 			return nil, fmt.Errorf("the verifier refused the filter:\n%+v", err)
 		}
 		return nil, err

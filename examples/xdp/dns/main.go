@@ -55,6 +55,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/pkt"
 	"github.com/packetio/packetio/examples/internal/ratelog"
 	"github.com/packetio/packetio/examples/xdp/dns/dnsmsg"
+	"github.com/packetio/packetio/filter"
 )
 
 // demoZone is served without -i.
@@ -164,7 +165,7 @@ type server struct {
 // per queue.
 func start(ctx context.Context, p bed.Port, z *Zone, port uint16, batch int, w io.Writer) (*server, error) {
 	// Answers go out in the frames queries came in.
-	fleet, err := inplace.Open(p, xdp.MatchUDPPort(port), w)
+	fleet, err := inplace.Open(p, filter.MatchUDPPort(port), w)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@
 // socket and the transmit side of the other's, which the datapath allows
 // with no locks: the two sides of a socket have disjoint rings and pools.
 //
-// It takes every frame on the ports from the kernel (xdp.MatchAll), as a
+// It takes every frame on the ports from the kernel (filter.MatchAll), as a
 // wire would: on the interface you are logged in through that includes your
 // session. -keep-management leaves ARP, neighbour discovery, SSH and DNS
 // replies to the host instead, which keeps it reachable but stops those
@@ -61,6 +61,7 @@ import (
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/internal/bed"
 	"github.com/packetio/packetio/examples/internal/inplace"
+	"github.com/packetio/packetio/filter"
 )
 
 type options struct {
@@ -179,7 +180,7 @@ type forwarder struct {
 func start(ctx context.Context, ports []bed.Port, o options, w io.Writer) (*forwarder, error) {
 	f := &forwarder{}
 	for _, p := range ports {
-		opts := []xdp.Option{xdp.WithFilter(xdp.MatchAll()), xdp.WithNeedWakeup()}
+		opts := []xdp.Option{xdp.WithFilter(filter.MatchAll()), xdp.WithNeedWakeup()}
 		if o.keepMgmt {
 			opts = append(opts, xdp.WithKeepManagement())
 		}

@@ -53,6 +53,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/inplace"
 	"github.com/packetio/packetio/examples/internal/pkt"
 	"github.com/packetio/packetio/examples/internal/ratelog"
+	"github.com/packetio/packetio/filter"
 )
 
 type options struct {
@@ -150,7 +151,7 @@ type counters struct {
 // start opens the fleet on port, taking UDP to udpPort, and starts one
 // worker per queue.
 func start(ctx context.Context, p bed.Port, udpPort uint16, batch int, w io.Writer) (*reflector, error) {
-	fleet, err := inplace.Open(p, xdp.MatchUDPPort(udpPort), w)
+	fleet, err := inplace.Open(p, filter.MatchUDPPort(udpPort), w)
 	if err != nil {
 		return nil, err
 	}

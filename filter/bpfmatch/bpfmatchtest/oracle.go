@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/net/bpf"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -79,11 +79,11 @@ func WaitLoad() {
 // (testenv.NeedBPF, a failure under PACKETIO_CONFORM_REQUIRED), fails it on
 // a verifier rejection (printing the verifier's listing), and closes the
 // classifier when the test ends.
-func Classifier(t testing.TB, opts ...xdp.Option) *xdp.Classifier {
+func Classifier(t testing.TB, p filter.Program) *filter.Classifier {
 	t.Helper()
-	c, err := LoadClassifier(t, opts...)
+	c, err := LoadClassifier(t, p)
 	if err != nil {
-		if xdp.IsVerifierError(err) {
+		if filter.IsVerifierError(err) {
 			t.Fatalf("the verifier refused the filter: %+v", err)
 		}
 		t.Fatalf("load the filter: %v", err)
@@ -95,10 +95,10 @@ func Classifier(t testing.TB, opts ...xdp.Option) *xdp.Classifier {
 // LoadClassifier is Classifier for callers that handle the error and close
 // the classifier themselves (a fuzz target loading one per input). It still
 // stops the test when BPF cannot be loaded here.
-func LoadClassifier(t testing.TB, opts ...xdp.Option) (*xdp.Classifier, error) {
+func LoadClassifier(t testing.TB, p filter.Program) (*filter.Classifier, error) {
 	t.Helper()
 	testenv.NeedBPF(t)
 	_ = rlimit.RemoveMemlock()
 	WaitLoad()
-	return xdp.NewClassifier(opts...)
+	return filter.NewClassifier(p)
 }

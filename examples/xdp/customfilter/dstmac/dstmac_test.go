@@ -7,8 +7,8 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/matchtest"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testframe"
 )
 
@@ -61,12 +61,12 @@ func TestMatch(t *testing.T) {
 // the first word takes nothing sent to the high-bit address, and the table
 // says so.
 func TestTableCatchesA64BitCompare(t *testing.T) {
-	broken := xdp.NewMatch("ether-dst with a 64-bit compare", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	broken := filter.NewMatch("ether-dst with a 64-bit compare", func(env filter.MatchEnv) (asm.Instructions, error) {
 		return append(env.Bounds(env.Data, 6),
 			asm.LoadMem(asm.R1, env.Data, 0, asm.Word),
 			asm.JNE.Imm(asm.R1, NetWord([4]byte(high[0:4])), env.Next), // sign-extended
 			asm.LoadMem(asm.R1, env.Data, 4, asm.Half),
-			asm.JEq.Imm(asm.R1, xdp.NetShort(binary.BigEndian.Uint16(high[4:6])), env.Redirect),
+			asm.JEq.Imm(asm.R1, filter.NetShort(binary.BigEndian.Uint16(high[4:6])), env.Redirect),
 		), nil
 	})
 	wrong := matchtest.Misses(t, broken, cases(t, high))

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // Protocol types worth knowing.
@@ -30,17 +30,17 @@ const (
 // Match matches GRE (IPv4 protocol 47, version 0) packets whose protocol
 // type is proto. Later IPv4 fragments, which carry no GRE header, never
 // match.
-func Match(proto uint16) xdp.Match {
-	return xdp.NewMatch(fmt.Sprintf("gre/%#04x", proto), func(env xdp.MatchEnv) (asm.Instructions, error) {
+func Match(proto uint16) filter.Match {
+	return filter.NewMatch(fmt.Sprintf("gre/%#04x", proto), func(env filter.MatchEnv) (asm.Instructions, error) {
 		ins, base := env.FrameBase()
 		ins = append(ins, env.Bounds(base, 14+20)...)
 		ins = append(ins,
 			asm.LoadMem(asm.R1, base, 12, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(0x0800), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(0x0800), env.Next),
 			asm.LoadMem(asm.R1, base, 14+9, asm.Byte),
 			asm.JNE.Imm(asm.R1, 47, env.Next), // GRE
 			asm.LoadMem(asm.R1, base, 14+6, asm.Half),
-			asm.And.Imm(asm.R1, xdp.NetShort(0x1fff)),
+			asm.And.Imm(asm.R1, filter.NetShort(0x1fff)),
 			asm.JNE.Imm(asm.R1, 0, env.Next), // a later fragment
 			asm.LoadMem(asm.R1, base, 14, asm.Byte),
 			asm.And.Imm(asm.R1, 0x0f),
@@ -56,7 +56,7 @@ func Match(proto uint16) xdp.Match {
 			asm.And.Imm(asm.R1, 0x07), // the version
 			asm.JNE.Imm(asm.R1, 0, env.Next),
 			asm.LoadMem(asm.R1, asm.R2, 14+2, asm.Half),
-			asm.JEq.Imm(asm.R1, xdp.NetShort(proto), env.Redirect),
+			asm.JEq.Imm(asm.R1, filter.NetShort(proto), env.Redirect),
 		), nil
 	})
 }

@@ -5,9 +5,9 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/frames"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/matchtest"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testframe"
 )
 
@@ -63,13 +63,13 @@ func TestOtherProtocols(t *testing.T) {
 // offset, as if IPv4 had no options, and ignores the version, gets cases
 // wrong, and the table says so.
 func TestTableCatchesAFixedOffset(t *testing.T) {
-	broken := xdp.NewMatch("gre at a fixed offset", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	broken := filter.NewMatch("gre at a fixed offset", func(env filter.MatchEnv) (asm.Instructions, error) {
 		_, base := env.FrameBase()
 		return append(env.Bounds(base, 14+20+4),
 			asm.LoadMem(asm.R1, base, 23, asm.Byte),
 			asm.JNE.Imm(asm.R1, 47, env.Next),
 			asm.LoadMem(asm.R1, base, 36, asm.Half),
-			asm.JEq.Imm(asm.R1, xdp.NetShort(TransparentEthernet), env.Redirect),
+			asm.JEq.Imm(asm.R1, filter.NetShort(TransparentEthernet), env.Redirect),
 		), nil
 	})
 	wrong := matchtest.Misses(t, broken, cases(t))

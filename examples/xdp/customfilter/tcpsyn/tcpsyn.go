@@ -17,7 +17,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // TCP flag bits, in the 14th byte of the header.
@@ -29,7 +29,7 @@ const (
 // Match matches TCP segments with SYN set and ACK clear, to one of ports
 // (to any port with none). IPv4 later fragments, which carry no TCP header,
 // never match; nor does IPv6 with extension headers before TCP.
-func Match(ports ...uint16) xdp.Match {
+func Match(ports ...uint16) filter.Match {
 	ports = append([]uint16(nil), ports...)
 	name := "tcp-syn"
 	if len(ports) > 0 {
@@ -39,7 +39,7 @@ func Match(ports ...uint16) xdp.Match {
 		}
 		name = fmt.Sprintf("tcp-syn/%s", strings.Join(s, ","))
 	}
-	return xdp.NewMatch(name, func(env xdp.MatchEnv) (asm.Instructions, error) {
+	return filter.NewMatch(name, func(env filter.MatchEnv) (asm.Instructions, error) {
 		ins, base := env.FrameBase() // the frame with one VLAN tag skipped
 		v6 := env.Label("v6")
 		tcp := env.Label("tcp")
@@ -48,11 +48,11 @@ func Match(ports ...uint16) xdp.Match {
 		ins = append(ins, env.Bounds(base, 14+20)...)
 		ins = append(ins,
 			asm.LoadMem(asm.R1, base, 12, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(0x0800), v6),
+			asm.JNE.Imm(asm.R1, filter.NetShort(0x0800), v6),
 			asm.LoadMem(asm.R1, base, 14+9, asm.Byte), // protocol
 			asm.JNE.Imm(asm.R1, 6, env.Next),
 			asm.LoadMem(asm.R1, base, 14+6, asm.Half), // flags and fragment offset
-			asm.And.Imm(asm.R1, xdp.NetShort(0x1fff)),
+			asm.And.Imm(asm.R1, filter.NetShort(0x1fff)),
 			asm.JNE.Imm(asm.R1, 0, env.Next), // a later fragment: no TCP header
 			asm.LoadMem(asm.R1, base, 14, asm.Byte),
 			asm.And.Imm(asm.R1, 0x0f),
@@ -71,7 +71,7 @@ func Match(ports ...uint16) xdp.Match {
 		ins = append(ins, b6...)
 		ins = append(ins,
 			asm.LoadMem(asm.R1, base, 12, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(0x86dd), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(0x86dd), env.Next),
 			asm.LoadMem(asm.R1, base, 14+6, asm.Byte), // Next Header
 			asm.JNE.Imm(asm.R1, 6, env.Next),
 			asm.Mov.Reg(asm.R2, base),
@@ -93,7 +93,7 @@ func Match(ports ...uint16) xdp.Match {
 		}
 		ins = append(ins, asm.LoadMem(asm.R1, asm.R2, 14+2, asm.Half))
 		for _, p := range ports {
-			ins = append(ins, asm.JEq.Imm(asm.R1, xdp.NetShort(p), env.Redirect))
+			ins = append(ins, asm.JEq.Imm(asm.R1, filter.NetShort(p), env.Redirect))
 		}
 		return ins, nil
 	})

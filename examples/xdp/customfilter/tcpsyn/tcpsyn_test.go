@@ -6,8 +6,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/google/gopacket/layers"
 
-	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/matchtest"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testframe"
 )
 
@@ -73,11 +73,11 @@ func TestPorts(t *testing.T) {
 // 20-byte IPv4 header and tests SYN alone misses the SYN behind options
 // and takes SYN-ACKs, and the table says so.
 func TestTableCatchesAFixedHeaderAndAMissingACKTest(t *testing.T) {
-	broken := xdp.NewMatch("syn, fixed offsets, no ACK test", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	broken := filter.NewMatch("syn, fixed offsets, no ACK test", func(env filter.MatchEnv) (asm.Instructions, error) {
 		_, base := env.FrameBase()
 		return append(env.Bounds(base, 14+20+14),
 			asm.LoadMem(asm.R1, base, 12, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(0x0800), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(0x0800), env.Next),
 			asm.LoadMem(asm.R1, base, 23, asm.Byte),
 			asm.JNE.Imm(asm.R1, 6, env.Next),
 			asm.LoadMem(asm.R1, base, 34+13, asm.Byte),

@@ -6,8 +6,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/google/gopacket/layers"
 
-	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/matchtest"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testframe"
 )
 
@@ -54,10 +54,10 @@ func TestUntaggedLooksLikeAnID(t *testing.T) {
 // TestTableCatchesAByteOrderSlip: the same block comparing the ID without
 // NetShort gets cases wrong, so the table would have caught the slip.
 func TestTableCatchesAByteOrderSlip(t *testing.T) {
-	broken := xdp.NewMatch("vlan-id/0x102 in host order", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	broken := filter.NewMatch("vlan-id/0x102 in host order", func(env filter.MatchEnv) (asm.Instructions, error) {
 		return append(env.Bounds(env.Data, 16),
 			asm.LoadMem(asm.R1, env.Data, 12, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(0x8100), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(0x8100), env.Next),
 			asm.LoadMem(asm.R1, env.Data, 14, asm.Half),
 			asm.And.Imm(asm.R1, 0x0fff),
 			asm.JEq.Imm(asm.R1, 0x102, env.Redirect),
@@ -76,7 +76,7 @@ func TestRefusesAnIDAbove4095(t *testing.T) {
 	if Match(4096).Err() == nil {
 		t.Fatal("VLAN ID 4096 accepted")
 	}
-	if _, err := xdp.NewClassifier(xdp.WithFilter(Match(4096))); err == nil {
+	if _, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{Match(4096)}}); err == nil {
 		t.Fatal("NewClassifier took VLAN ID 4096")
 	}
 	if Match(4095).Err() != nil {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 )
 
 // Port is VXLAN's IANA UDP port.
@@ -27,16 +27,16 @@ const Port = 4789
 
 // Match matches VXLAN packets of network vni (24 bits). A larger vni gives
 // a match that Open refuses.
-func Match(vni uint32) xdp.Match {
+func Match(vni uint32) filter.Match {
 	return MatchPort(Port, vni)
 }
 
 // MatchPort is Match on another UDP port (Linux's old default was 8472).
-func MatchPort(port uint16, vni uint32) xdp.Match {
+func MatchPort(port uint16, vni uint32) filter.Match {
 	if vni > 0xffffff {
-		return xdp.MatchError("vxlan", fmt.Errorf("VNI %#x does not fit in 24 bits", vni))
+		return filter.MatchError("vxlan", fmt.Errorf("VNI %#x does not fit in 24 bits", vni))
 	}
-	return xdp.NewMatch(fmt.Sprintf("vxlan/%d vni %#06x", port, vni), func(env xdp.MatchEnv) (asm.Instructions, error) {
+	return filter.NewMatch(fmt.Sprintf("vxlan/%d vni %#06x", port, vni), func(env filter.MatchEnv) (asm.Instructions, error) {
 		ins, base := env.FrameBase()
 		v6 := env.Label("v6")
 		udp := env.Label("udp")
@@ -46,11 +46,11 @@ func MatchPort(port uint16, vni uint32) xdp.Match {
 		ins = append(ins, env.Bounds(base, 14+20)...)
 		ins = append(ins,
 			asm.LoadMem(asm.R1, base, 12, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(0x0800), v6),
+			asm.JNE.Imm(asm.R1, filter.NetShort(0x0800), v6),
 			asm.LoadMem(asm.R1, base, 14+9, asm.Byte),
 			asm.JNE.Imm(asm.R1, 17, env.Next),
 			asm.LoadMem(asm.R1, base, 14+6, asm.Half),
-			asm.And.Imm(asm.R1, xdp.NetShort(0x1fff)),
+			asm.And.Imm(asm.R1, filter.NetShort(0x1fff)),
 			asm.JNE.Imm(asm.R1, 0, env.Next),
 			asm.LoadMem(asm.R1, base, 14, asm.Byte),
 			asm.And.Imm(asm.R1, 0x0f),
@@ -67,7 +67,7 @@ func MatchPort(port uint16, vni uint32) xdp.Match {
 		ins = append(ins, b6...)
 		ins = append(ins,
 			asm.LoadMem(asm.R1, base, 12, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(0x86dd), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(0x86dd), env.Next),
 			asm.LoadMem(asm.R1, base, 14+6, asm.Byte),
 			asm.JNE.Imm(asm.R1, 17, env.Next),
 			asm.Mov.Reg(asm.R2, base),
@@ -82,7 +82,7 @@ func MatchPort(port uint16, vni uint32) xdp.Match {
 		binary.BigEndian.PutUint32(want[:], vni<<8)
 		return append(ins,
 			asm.LoadMem(asm.R1, asm.R2, 14+2, asm.Half), // destination port
-			asm.JNE.Imm(asm.R1, xdp.NetShort(port), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(port), env.Next),
 			asm.LoadMem(asm.R1, asm.R2, 14+8, asm.Byte), // flags
 			asm.And.Imm(asm.R1, 0x08),                   // I: the VNI is valid
 			asm.JEq.Imm(asm.R1, 0, env.Next),

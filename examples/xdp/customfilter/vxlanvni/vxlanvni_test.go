@@ -6,9 +6,9 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/google/gopacket/layers"
 
-	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/frames"
 	"github.com/packetio/packetio/examples/xdp/customfilter/internal/matchtest"
+	"github.com/packetio/packetio/filter"
 )
 
 func vx(t *testing.T, s frames.Spec) []byte {
@@ -66,11 +66,11 @@ func TestMatch(t *testing.T) {
 // so.
 func TestTableCatchesAHostOrderCompare(t *testing.T) {
 	var vni uint32 = 0xabcdef
-	broken := xdp.NewMatch("vxlan vni in host order", func(env xdp.MatchEnv) (asm.Instructions, error) {
+	broken := filter.NewMatch("vxlan vni in host order", func(env filter.MatchEnv) (asm.Instructions, error) {
 		_, base := env.FrameBase()
 		return append(env.Bounds(base, 14+20+8+8),
 			asm.LoadMem(asm.R1, base, 36, asm.Half),
-			asm.JNE.Imm(asm.R1, xdp.NetShort(Port), env.Next),
+			asm.JNE.Imm(asm.R1, filter.NetShort(Port), env.Next),
 			asm.LoadMem(asm.R1, base, 42+4, asm.Word),
 			asm.And.Imm32(asm.R1, -256),                                // 0xffffff00, as if the load were big-endian
 			asm.JEq.Imm32(asm.R1, int32(uint32(vni)<<8), env.Redirect), // the VNI as written

@@ -1,5 +1,5 @@
 // Package matchtest runs a custom match over a table of frames, in the
-// kernel, the way the customfilter match tests do: one xdp.Classifier per
+// kernel, the way the customfilter match tests do: one filter.Classifier per
 // filter (loading a program per packet is slow, and a tight loop of loads
 // and frees once wedged this kernel's BPF allocator), every frame through
 // it, a verifier rejection a failure with the program listing, any other
@@ -9,7 +9,7 @@ package matchtest
 import (
 	"testing"
 
-	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -23,12 +23,12 @@ type Case struct {
 // Classifier loads the filter of m, failing the test on a verifier
 // rejection and stopping it (skip, or failure under
 // PACKETIO_CONFORM_REQUIRED) when programs cannot be loaded here.
-func Classifier(t *testing.T, m xdp.Match) *xdp.Classifier {
+func Classifier(t *testing.T, m filter.Match) *filter.Classifier {
 	t.Helper()
 	testenv.NeedBPF(t)
-	c, err := xdp.NewClassifier(xdp.WithFilter(m))
+	c, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{m}})
 	if err != nil {
-		if xdp.IsVerifierError(err) {
+		if filter.IsVerifierError(err) {
 			t.Fatalf("the verifier refused %s:\n%+v", m, err)
 		}
 		testenv.CannotRun(t, "load the filter program for %s: %v", m, err)
@@ -38,7 +38,7 @@ func Classifier(t *testing.T, m xdp.Match) *xdp.Classifier {
 }
 
 // Run checks every case against m through one classifier.
-func Run(t *testing.T, m xdp.Match, cases []Case) {
+func Run(t *testing.T, m filter.Match, cases []Case) {
 	t.Helper()
 	c := Classifier(t, m)
 	for _, tc := range cases {
@@ -55,7 +55,7 @@ func Run(t *testing.T, m xdp.Match, cases []Case) {
 
 // Misses reports how many cases m gets wrong, for showing that a table
 // catches a deliberately broken match.
-func Misses(t *testing.T, m xdp.Match, cases []Case) (wrong []string) {
+func Misses(t *testing.T, m filter.Match, cases []Case) (wrong []string) {
 	t.Helper()
 	c := Classifier(t, m)
 	for _, tc := range cases {

@@ -1,4 +1,4 @@
-package xdp
+package filter
 
 import (
 	"errors"
@@ -216,7 +216,7 @@ const noVLAN = 0x10000
 // 0x8100 or 0x88a8), or, where the driver strips tags before XDP and offers
 // the bpf_xdp_metadata_rx_vlan_tag kfunc, the tag it stripped. The priority
 // bits never decide. Where the driver strips tags and offers no kfunc, a
-// stripped tag cannot be seen: Fleet.Info says which applies.
+// stripped tag cannot be seen: the backend's Info says which applies.
 func MatchVLAN(id uint16) Match {
 	if id > 4095 {
 		return MatchError("vlan", fmt.Errorf("VLAN ID %d is above 4095", id))
@@ -241,7 +241,7 @@ func MatchVLAN(id uint16) Match {
 
 // MatchSrcIP matches IPv4 or IPv6 packets from an address inside cidr
 // ("10.0.0.0/8", "2001:db8::/32", or a single address). The family comes
-// from cidr. A bad CIDR makes a match that Open refuses.
+// from cidr. A bad CIDR makes a match that Program.Instructions refuses.
 func MatchSrcIP(cidr string) Match { return prefixMatch("src", cidr, true) }
 
 // MatchDstIP matches IPv4 or IPv6 packets to an address inside cidr.
@@ -356,7 +356,8 @@ func prefixCode(p netip.Prefix, src bool, miss string) asm.Instructions {
 }
 
 // MatchAll matches every packet. Use it to take everything on purpose, and
-// WithKeepManagement to leave the box reachable. It cannot be an exception.
+// ManagementRules as exceptions to leave the box reachable. It cannot be an
+// exception itself.
 func MatchAll() Match {
 	return Match{name: "all", kind: kindAll, build: func(env MatchEnv) (asm.Instructions, error) {
 		return asm.Instructions{asm.Ja.Label(env.Redirect)}, nil

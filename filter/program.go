@@ -1,4 +1,4 @@
-package xdp
+package filter
 
 import (
 	"errors"
@@ -48,30 +48,61 @@ const (
 	RxMetadataLen = 16
 )
 
-type tailKind uint8
+// Verdict is what a program does with a packet one of its matches took.
+type Verdict uint8
 
 const (
-	tailRedirect tailKind = iota // bpf_redirect_map(xsks, queue, XDP_PASS)
-	tailTest                     // return XDP_TX for "matched" (MatchPacket)
+	// VerdictRedirect redirects the packet into Program.XSKMapFD at the
+	// packet's receive queue (bpf_redirect_map), passing it to the kernel
+	// when that queue has no socket: what an AF_XDP receiver attaches.
+	VerdictRedirect Verdict = iota
+	// VerdictTX returns XDP_TX for a taken packet and XDP_PASS for any
+	// other: the verdict a Classifier reads back from BPF_PROG_TEST_RUN.
+	VerdictTX
 )
 
-type stampKind uint8
+// Stamp says whether and how the program stamps a taken packet's arrival
+// in the metadata in front of it (RxMetadataLen bytes: stamp, clock).
+type Stamp uint8
 
 const (
-	stampNone stampKind = iota
-	stampMonotonic
-	stampDevice // the hardware kfunc, falling back to ktime per packet
+	// StampNone writes no metadata.
+	StampNone Stamp = iota
+	// StampMonotonic stamps with bpf_ktime_get_ns (ClockMonotonic).
+	StampMonotonic
+	// StampDevice asks the driver for its hardware stamp
+	// (bpf_xdp_metadata_rx_timestamp, ClockDevice) and falls back to
+	// StampMonotonic per packet where the driver has none. It needs
+	// Kfuncs.Timestamp and a device-bound load.
+	StampDevice
 )
 
-// progConfig is what one program is assembled from.
-type progConfig struct {
-	matches, except []Match
-	frags           bool
-	tail            tailKind
-	stamp           stampKind
-	vlanKfunc       bool // the prologue asks the driver for a stripped tag
-	xsksFD          int
-	kfuncs          kfuncIDs
+// Program is the plain description a classification program is built
+// from. Backends translate their own options into one; nothing here
+// refers to a backend. The zero Program is refused: it names no traffic.
+type Program struct {
+	// Matches are the traffic the program takes: a packet any of them
+	// matches gets the Verdict.
+	Matches []Match
+	// Except are checked first: a packet any of them matches goes to the
+	// kernel (XDP_PASS), whatever Matches say. ManagementRules makes the
+	// usual ones.
+	Except []Match
+	// Frags marks the program as able to see multi-buffer packets
+	// (BPF_F_XDP_HAS_FRAGS); the matches still read only the first buffer.
+	Frags bool
+	// Verdict is what a taken packet gets.
+	Verdict Verdict
+	// XSKMapFD is the XSKMAP VerdictRedirect redirects into.
+	XSKMapFD int
+	// Stamp is the arrival stamp written in front of a redirected packet.
+	Stamp Stamp
+	// VLANKfunc has the prologue ask the driver for a VLAN tag it
+	// stripped (bpf_xdp_metadata_rx_vlan_tag) when a match reads the tag.
+	// It needs Kfuncs.VLANTag and a device-bound load.
+	VLANKfunc bool
+	// Kfuncs are the kernel's ids of the metadata kfuncs (LookupKfuncs).
+	Kfuncs Kfuncs
 }
 
 // assembleBlock builds one match into a block that starts at entry, checks
@@ -101,7 +132,8 @@ func assembleBlock(m Match, env MatchEnv, entry string) (asm.Instructions, error
 }
 
 // safeBuild runs a match builder, turning a panic in user code into an
-// error: a bad custom match must fail Open, not the process.
+// error: a bad custom match must fail the program's assembly, not the
+// process.
 func safeBuild(m Match, env MatchEnv) (insns asm.Instructions, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -111,11 +143,12 @@ func safeBuild(m Match, env MatchEnv) (insns asm.Instructions, err error) {
 	return m.build(env)
 }
 
-// validateMatches refuses an empty filter and matches that cannot be used.
-func validateMatches(matches, except []Match) error {
+// Validate refuses an empty filter and matches that cannot be used, as
+// Instructions would, without assembling anything.
+func Validate(matches, except []Match) error {
 	if len(matches) == 0 {
 		return fmt.Errorf("%w: no filter: without one the program would take every packet from the kernel, SSH and ARP included; "+
-			"name the traffic (WithFilter, WithUDPPorts), take everything on purpose with WithFilter(MatchAll()), or only transmit with WithFilter(MatchNone())",
+			"name the traffic, take everything on purpose with MatchAll(), or take nothing with MatchNone()",
 			packetio.ErrUnsupported)
 	}
 	for _, m := range matches {
@@ -134,8 +167,9 @@ func validateMatches(matches, except []Match) error {
 	return nil
 }
 
-// needsVLAN reports whether any match reads the stripped VLAN tag.
-func needsVLAN(ms ...[]Match) bool {
+// NeedsVLAN reports whether any match reads the VLAN tag a driver may
+// strip, which Program.VLANKfunc then fetches.
+func NeedsVLAN(ms ...[]Match) bool {
 	for _, l := range ms {
 		for _, m := range l {
 			if m.needsVLAN {
@@ -146,19 +180,21 @@ func needsVLAN(ms ...[]Match) bool {
 	return false
 }
 
-// assemble builds the whole filter program: prologue, exceptions, matches,
-// and the pass and redirect tails.
-func assemble(pc progConfig) (asm.Instructions, error) {
-	if err := validateMatches(pc.matches, pc.except); err != nil {
+// Instructions assembles the whole program: prologue, exceptions, matches,
+// and the pass and verdict tails. It refuses (with packetio.ErrUnsupported)
+// a program with no matches, a match that carries an error or breaks the
+// block contract, and a program longer than the kernel takes.
+func (pc Program) Instructions() (asm.Instructions, error) {
+	if err := Validate(pc.Matches, pc.Except); err != nil {
 		return nil, err
 	}
 	insns := prologue(pc)
-	blocks := make([]Match, 0, len(pc.except)+len(pc.matches))
-	blocks = append(blocks, pc.except...)
-	blocks = append(blocks, pc.matches...)
+	blocks := make([]Match, 0, len(pc.Except)+len(pc.Matches))
+	blocks = append(blocks, pc.Except...)
+	blocks = append(blocks, pc.Matches...)
 	for i, m := range blocks {
 		env := MatchEnv{Redirect: labelRedirect, Next: labelPass}
-		if i < len(pc.except) {
+		if i < len(pc.Except) {
 			env.Redirect = labelPass
 		}
 		if i+1 < len(blocks) {
@@ -184,9 +220,9 @@ func assemble(pc progConfig) (asm.Instructions, error) {
 // prologue loads the packet bounds and the queue into R6-R8, computes the
 // frame base in R9, saves the context for the tail, and fetches a stripped
 // VLAN tag where a match needs one.
-func prologue(pc progConfig) asm.Instructions {
+func prologue(pc Program) asm.Instructions {
 	var insns asm.Instructions
-	if pc.vlanKfunc && needsVLAN(pc.matches, pc.except) {
+	if pc.VLANKfunc && NeedsVLAN(pc.Matches, pc.Except) {
 		insns = append(insns,
 			asm.Mov.Reg(asm.R9, asm.R1),
 			storeImm64(asm.R10, stackTmp, 0),
@@ -194,7 +230,7 @@ func prologue(pc progConfig) asm.Instructions {
 			asm.Add.Imm(asm.R2, stackTmp),
 			asm.Mov.Reg(asm.R3, asm.R10),
 			asm.Add.Imm(asm.R3, stackTmp+4),
-			pc.kfuncs.call(pc.kfuncs.vlanTag),
+			pc.Kfuncs.call(pc.Kfuncs.VLANTag),
 			asm.Mov.Imm(asm.R1, noVLAN),
 			asm.JNE.Imm(asm.R0, 0, "vlan_done"),
 			asm.LoadMem(asm.R1, asm.R10, stackTmp+4, asm.Half),
@@ -202,10 +238,10 @@ func prologue(pc progConfig) asm.Instructions {
 			asm.StoreMem(asm.R10, stackVLAN, asm.R1, asm.DWord).WithSymbol("vlan_done"),
 			asm.Mov.Reg(asm.R1, asm.R9),
 		)
-	} else if needsVLAN(pc.matches, pc.except) {
+	} else if NeedsVLAN(pc.Matches, pc.Except) {
 		insns = append(insns, storeImm64(asm.R10, stackVLAN, noVLAN))
 	}
-	if pc.stamp != stampNone {
+	if pc.Stamp != StampNone {
 		insns = append(insns, asm.StoreMem(asm.R10, stackCtx, asm.R1, asm.DWord))
 	}
 	return append(insns,
@@ -230,8 +266,8 @@ func prologue(pc progConfig) asm.Instructions {
 }
 
 // tail is what happens to a packet a match took.
-func tail(pc progConfig) asm.Instructions {
-	if pc.tail == tailTest {
+func tail(pc Program) asm.Instructions {
+	if pc.Verdict == VerdictTX {
 		return asm.Instructions{
 			asm.Mov.Imm(asm.R0, actTX).WithSymbol(labelRedirect),
 			asm.Return(),
@@ -246,15 +282,15 @@ func tail(pc progConfig) asm.Instructions {
 		}
 		return ins
 	}
-	if pc.stamp != stampNone {
+	if pc.Stamp != StampNone {
 		// R9 = stamp, R7 = clock: the blocks are done with them.
-		if pc.stamp == stampDevice {
+		if pc.Stamp == StampDevice {
 			insns = append(insns,
 				sym(asm.LoadMem(asm.R1, asm.R10, stackCtx, asm.DWord)),
 				storeImm64(asm.R10, stackTmp, 0),
 				asm.Mov.Reg(asm.R2, asm.R10),
 				asm.Add.Imm(asm.R2, stackTmp),
-				pc.kfuncs.call(pc.kfuncs.timestamp),
+				pc.Kfuncs.call(pc.Kfuncs.Timestamp),
 				asm.JNE.Imm(asm.R0, 0, "stamp_sw"),
 				asm.LoadMem(asm.R9, asm.R10, stackTmp, asm.DWord),
 				asm.JEq.Imm(asm.R9, 0, "stamp_sw"),
@@ -263,7 +299,7 @@ func tail(pc progConfig) asm.Instructions {
 			)
 		}
 		ktime := asm.FnKtimeGetNs.Call()
-		if pc.stamp == stampDevice {
+		if pc.Stamp == StampDevice {
 			ktime = ktime.WithSymbol("stamp_sw")
 		} else {
 			ktime = sym(ktime)
@@ -289,7 +325,7 @@ func tail(pc progConfig) asm.Instructions {
 			asm.StoreMem(asm.R2, 8, asm.R7, asm.DWord),
 		)
 	}
-	deliver := asm.LoadMapPtr(asm.R1, pc.xsksFD)
+	deliver := asm.LoadMapPtr(asm.R1, pc.XSKMapFD)
 	if first {
 		deliver = sym(deliver)
 	} else {
@@ -312,21 +348,37 @@ func storeImm64(dst asm.Register, off int16, imm int32) asm.Instruction {
 	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(imm)}
 }
 
-// loadProgram loads an assembled program. A verifier rejection is returned
-// as a wrapped *ebpf.VerifierError (print it with %+v for the listing).
-func loadProgram(insns asm.Instructions, frags bool, ifindex int) (*ebpf.Program, error) {
+// Spec assembles the program into a ProgramSpec a caller can load, pin or
+// hand to a loader of its own. A non-zero ifindex binds it to that device
+// (BPF_F_XDP_DEV_BOUND_ONLY), which the metadata kfuncs need.
+func (pc Program) Spec(ifindex int) (*ebpf.ProgramSpec, error) {
+	insns, err := pc.Instructions()
+	if err != nil {
+		return nil, err
+	}
 	spec := &ebpf.ProgramSpec{
 		Name:         programName,
 		Type:         ebpf.XDP,
 		License:      programLicense,
 		Instructions: insns,
 	}
-	if frags {
+	if pc.Frags {
 		spec.Flags |= unix.BPF_F_XDP_HAS_FRAGS
 	}
 	if ifindex != 0 {
 		spec.Flags |= unix.BPF_F_XDP_DEV_BOUND_ONLY
 		spec.Ifindex = uint32(ifindex)
+	}
+	return spec, nil
+}
+
+// Load assembles and loads the program (bound to ifindex when it is not
+// 0). A verifier rejection is returned as a wrapped *ebpf.VerifierError
+// (print it with %+v for the listing; IsVerifierError tells it apart).
+func (pc Program) Load(ifindex int) (*ebpf.Program, error) {
+	spec, err := pc.Spec(ifindex)
+	if err != nil {
+		return nil, err
 	}
 	prog, err := ebpf.NewProgram(spec)
 	if err != nil {

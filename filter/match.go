@@ -1,4 +1,4 @@
-package xdp
+package filter
 
 import (
 	"encoding/binary"
@@ -10,14 +10,15 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Match is one condition of the filter program: a block of eBPF that decides
-// whether a packet goes to the sockets (WithFilter) or stays with the kernel
-// (WithExcept). Build one with a Match function of this package, NewMatch,
-// or bpfmatch and pcapfilter. The zero Match is invalid and refused by Open.
+// Match is one condition of a Program: a block of eBPF that decides
+// whether a packet is taken (Program.Matches) or stays with the kernel
+// (Program.Except). Build one with a Match function of this package,
+// NewMatch, or bpfmatch and pcapfilter. The zero Match is invalid and
+// refused by Program.Instructions.
 //
 // A Match is a value; it holds no kernel resources and may be reused across
-// Open calls. Its builder may run several times per Open (once per XDP mode
-// tried), so it must be deterministic and free of side effects.
+// programs. Its builder may run several times per Open of a backend (once
+// per XDP mode tried), so it must be deterministic and free of side effects.
 type Match struct {
 	name  string
 	build func(MatchEnv) (asm.Instructions, error)
@@ -37,7 +38,7 @@ const (
 	kindNone              // MatchNone: jumps straight to Next
 )
 
-// String is the match's description, as Fleet.Info shows it.
+// String is the match's description, as a backend's Info shows it.
 func (m Match) String() string {
 	if m.kind == kindInvalid {
 		return "invalid match"
@@ -45,11 +46,15 @@ func (m Match) String() string {
 	return m.name
 }
 
+// IsNone reports whether m is MatchNone: a program of such matches takes
+// nothing, and a backend need not prepare to receive.
+func (m Match) IsNone() bool { return m.kind == kindNone }
+
 // Err is the error the match was built with (a bad CIDR, a bad argument), or
-// nil. Open and MatchPacket refuse a match whose Err is not nil.
+// nil. Program.Instructions and MatchPacket refuse a match whose Err is not nil.
 func (m Match) Err() error {
 	if m.kind == kindInvalid && m.err == nil {
-		return errors.New("xdp: zero Match (build matches with the Match functions or NewMatch)")
+		return errors.New("filter: zero Match (build matches with the Match functions or NewMatch)")
 	}
 	return m.err
 }
@@ -58,7 +63,7 @@ func (m Match) Err() error {
 // builder receives the environment of its block and returns instructions that
 // jump to env.Redirect when the packet matches; falling off the end, or
 // jumping to env.Next, means no match. The name is a label: it shows in
-// Fleet.Info and in errors and has no effect on matching.
+// a backend's Info and in errors and has no effect on matching.
 //
 // The block is spliced into a larger program, so it must keep to the
 // contract MatchEnv describes: it may read R6 (data end), R7 (frame start) and
@@ -67,7 +72,7 @@ func (m Match) Err() error {
 // changed it would deliver packets to another queue's socket), it may not
 // return (no Exit: a block decides by jumping, so exceptions always run
 // first), and it may use only the BlockStack bytes below the frame pointer.
-// Open checks all of this and refuses a block that breaks it, before the
+// Program.Instructions checks all of this and refuses a block that breaks it, before the
 // verifier sees it.
 func NewMatch(name string, build func(env MatchEnv) (asm.Instructions, error)) Match {
 	if build == nil {
@@ -79,8 +84,8 @@ func NewMatch(name string, build func(env MatchEnv) (asm.Instructions, error)) M
 	return Match{name: name, build: build, kind: kindBlock}
 }
 
-// MatchError is a match that carries an error instead of instructions: Open
-// and MatchPacket report err, prefixed with name. Builders of matches that
+// MatchError is a match that carries an error instead of instructions:
+// Program.Instructions and MatchPacket report err, prefixed with name. Builders of matches that
 // take arguments use it to refuse a bad argument without panicking.
 func MatchError(name string, err error) Match {
 	if err == nil {
@@ -296,8 +301,9 @@ func writesDst(ins asm.Instruction) bool {
 	return false
 }
 
-// filterDesc joins match names for Info.
-func filterDesc(matches, except []Match, mgmt string) string {
+// Describe joins the names of a program's matches and exceptions in one
+// line for a backend's Info; mgmt (ManagementDesc) leads the exceptions.
+func Describe(matches, except []Match, mgmt string) string {
 	names := make([]string, 0, len(matches))
 	for _, m := range matches {
 		names = append(names, m.String())

@@ -1,4 +1,4 @@
-package xdp
+package filter
 
 import (
 	"errors"
@@ -18,11 +18,11 @@ import (
 // classifier loads the filter for a test. A verifier rejection fails the
 // test; a kernel that cannot load BPF at all stops it (a failure under
 // PACKETIO_CONFORM_REQUIRED).
-func classifier(t *testing.T, opts ...Option) *Classifier {
+func classifier(t *testing.T, p Program) *Classifier {
 	t.Helper()
 	testenv.NeedBPF(t)
 	_ = rlimit.RemoveMemlock()
-	c, err := NewClassifier(opts...)
+	c, err := NewClassifier(p)
 	if err != nil {
 		if IsVerifierError(err) {
 			t.Fatalf("verifier: %+v", err)
@@ -205,14 +205,14 @@ func TestMatchers(t *testing.T) {
 		{"None", MatchNone(), []verdict{{"udp", pkt{}, false}, {"arp", pkt{Ether: layers.EthernetTypeARP}, false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runVerdicts(t, classifier(t, WithFilter(tc.m)), tc.cases)
+			runVerdicts(t, classifier(t, Program{Matches: []Match{tc.m}}), tc.cases)
 		})
 	}
 }
 
 // TestMatchersOR: matches of one filter are alternatives.
 func TestMatchersOR(t *testing.T) {
-	c := classifier(t, WithFilter(MatchUDPPort(4789), MatchTCPPort(179), MatchICMPv4Echo()))
+	c := classifier(t, Program{Matches: []Match{MatchUDPPort(4789), MatchTCPPort(179), MatchICMPv4Echo()}})
 	runVerdicts(t, c, []verdict{
 		{"vxlan", pkt{DPort: 4789}, true},
 		{"bgp", pkt{Proto: tcp, DPort: 179}, true},
@@ -223,12 +223,12 @@ func TestMatchersOR(t *testing.T) {
 
 // TestExceptWins: an exception passes what the filter would take.
 func TestExceptWins(t *testing.T) {
-	c := classifier(t, WithFilter(MatchAll()), WithExcept(MatchSrcIP("192.0.2.10/32")))
+	c := classifier(t, Program{Matches: []Match{MatchAll()}, Except: []Match{MatchSrcIP("192.0.2.10/32")}})
 	runVerdicts(t, c, []verdict{
 		{"noisy host", pkt{Src: "192.0.2.10", Dst: "10.0.0.1"}, false},
 		{"neighbour", pkt{Src: "192.0.2.11", Dst: "10.0.0.1"}, true},
 	})
-	if _, err := NewClassifier(WithFilter(MatchUDPPort(1)), WithExcept(MatchAll())); !errors.Is(err, packetio.ErrUnsupported) {
+	if _, err := NewClassifier(Program{Matches: []Match{MatchUDPPort(1)}, Except: []Match{MatchAll()}}); !errors.Is(err, packetio.ErrUnsupported) {
 		t.Fatalf("MatchAll as an exception: %v, want ErrUnsupported", err)
 	}
 }
@@ -236,7 +236,7 @@ func TestExceptWins(t *testing.T) {
 // TestKeepManagement (unscoped, as MatchPacket builds it): what keeps a
 // host reachable stays with the kernel under MatchAll.
 func TestKeepManagement(t *testing.T) {
-	c := classifier(t, WithFilter(MatchAll()), WithKeepManagement(2222))
+	c := classifier(t, Program{Matches: []Match{MatchAll()}, Except: ManagementRules([]uint16{2222}, nil)})
 	runVerdicts(t, c, []verdict{
 		{"arp", pkt{Ether: layers.EthernetTypeARP}, false},
 		{"tagged arp", pkt{Ether: layers.EthernetTypeARP, VLAN: []uint16{3}}, false},
@@ -259,14 +259,14 @@ func TestKeepManagement(t *testing.T) {
 func TestKeepManagementScoped(t *testing.T) {
 	testenv.NeedBPF(t)
 	local := mustPrefixes(t, "10.0.0.2/32", "2001:db8::2/128")
-	c := classifier(t, WithFilter(MatchAll()), WithExcept(managementRules(nil, local)...))
+	c := classifier(t, Program{Matches: []Match{MatchAll()}, Except: ManagementRules(nil, local)})
 	runVerdicts(t, c, []verdict{
 		{"ssh to us", pkt{Proto: tcp, SPort: 50000, DPort: 22, Src: "10.0.0.1", Dst: "10.0.0.2"}, false},
 		{"ssh to us v6", pkt{V6: true, Proto: tcp, SPort: 50000, DPort: 22, Src: "2001:db8::1", Dst: "2001:db8::2"}, false},
 		{"transit ssh", pkt{Proto: tcp, SPort: 50000, DPort: 22, Src: "10.0.0.1", Dst: "10.0.0.3"}, true},
 		{"arp", pkt{Ether: layers.EthernetTypeARP}, false},
 	})
-	c2 := classifier(t, WithFilter(MatchAll()), WithExcept(managementRules(nil, mustPrefixes(t))...))
+	c2 := classifier(t, Program{Matches: []Match{MatchAll()}, Except: ManagementRules(nil, mustPrefixes(t))})
 	runVerdicts(t, c2, []verdict{
 		{"no address: ssh taken", pkt{Proto: tcp, SPort: 50000, DPort: 22}, true},
 		{"no address: arp kept", pkt{Ether: layers.EthernetTypeARP}, false},
@@ -288,7 +288,7 @@ func TestCustomMatch(t *testing.T) {
 			asm.JEq.Imm(asm.R3, NetShort(5000), e.Redirect),
 		), nil
 	})
-	runVerdicts(t, classifier(t, WithFilter(udp5000)), []verdict{
+	runVerdicts(t, classifier(t, Program{Matches: []Match{udp5000}}), []verdict{
 		{"5000", pkt{DPort: 5000}, true},
 		{"5001", pkt{DPort: 5001}, false},
 		{"tagged", pkt{DPort: 5000, VLAN: []uint16{1}}, true},
@@ -318,7 +318,7 @@ func TestBlockContract(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code := tc.code
 			m := NewMatch("bad", func(MatchEnv) (asm.Instructions, error) { return code, nil })
-			_, err := assemble(progConfig{matches: []Match{m}, tail: tailTest})
+			_, err := Program{Matches: []Match{m}, Verdict: VerdictTX}.Instructions()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("assemble: %v, want an error naming %q", err, tc.want)
 			}
@@ -332,7 +332,7 @@ func TestBlockContract(t *testing.T) {
 			asm.Mov.Reg(asm.R2, asm.R6),
 		}, nil
 	})
-	if _, err := assemble(progConfig{matches: []Match{ok}, tail: tailTest}); err != nil {
+	if _, err := (Program{Matches: []Match{ok}, Verdict: VerdictTX}).Instructions(); err != nil {
 		t.Fatalf("a block inside the contract: %v", err)
 	}
 }
@@ -355,12 +355,12 @@ func TestMatchErrors(t *testing.T) {
 		{"empty and", MatchAnd()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := assemble(progConfig{matches: []Match{tc.m}, tail: tailTest}); err == nil {
+			if _, err := (Program{Matches: []Match{tc.m}, Verdict: VerdictTX}).Instructions(); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	if _, err := assemble(progConfig{tail: tailTest}); !errors.Is(err, packetio.ErrUnsupported) || !strings.Contains(err.Error(), "MatchAll") {
+	if _, err := (Program{Verdict: VerdictTX}).Instructions(); !errors.Is(err, packetio.ErrUnsupported) || !strings.Contains(err.Error(), "MatchAll") {
 		t.Fatalf("no filter: %v", err)
 	}
 }
@@ -377,7 +377,7 @@ func TestVerifierRejectionIsTyped(t *testing.T) {
 			asm.JEq.Imm(asm.R1, 1, e.Redirect),
 		}, nil
 	})
-	_, err := NewClassifier(WithFilter(m))
+	_, err := NewClassifier(Program{Matches: []Match{m}})
 	if !IsVerifierError(err) {
 		t.Fatalf("unbounded load: %v, want a verifier error", err)
 	}
@@ -386,7 +386,7 @@ func TestVerifierRejectionIsTyped(t *testing.T) {
 // TestShortFrame: the kernel refuses frames under 14 bytes; MatchPacket
 // says why instead of passing on a bare EINVAL.
 func TestShortFrame(t *testing.T) {
-	_, err := MatchPacket(make([]byte, 13), WithFilter(MatchAll()))
+	_, err := MatchPacket(make([]byte, 13), Program{Matches: []Match{MatchAll()}})
 	if !errors.Is(err, packetio.ErrBadLength) {
 		t.Fatalf("13-byte frame: %v", err)
 	}
@@ -395,9 +395,9 @@ func TestShortFrame(t *testing.T) {
 // TestFiltersVerifyWithFrags: every matcher also loads as a multi-buffer
 // program.
 func TestFiltersVerifyWithFrags(t *testing.T) {
-	c := classifier(t, WithMultiBuffer(), WithFilter(MatchUDPPort(1), MatchTCPSrcPort(2), MatchIPv4Proto(3), MatchIPv6NextHeader(4),
+	c := classifier(t, Program{Frags: true, Except: ManagementRules(nil, nil), Matches: []Match{MatchUDPPort(1), MatchTCPSrcPort(2), MatchIPv4Proto(3), MatchIPv6NextHeader(4),
 		MatchICMPv4Echo(), MatchICMPv6Echo(), MatchEtherType(5), MatchDstMAC([6]byte{1}), MatchVLAN(6),
-		MatchSrcIP("10.0.0.0/8"), MatchDstIP("::/0"), MatchFlow("1.1.1.1", "2.2.2.2")), WithKeepManagement())
+		MatchSrcIP("10.0.0.0/8"), MatchDstIP("::/0"), MatchFlow("1.1.1.1", "2.2.2.2")}})
 	runVerdicts(t, c, []verdict{{"udp 1", pkt{DPort: 1}, true}, {"arp", pkt{Ether: layers.EthernetTypeARP}, false}})
 }
 

@@ -1,17 +1,15 @@
-package xdp
+package filter
 
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 
 	"github.com/cilium/ebpf/asm"
-	"github.com/vishvananda/netlink"
 )
 
-// maxMgmtPrefixes bounds the addresses WithKeepManagement scopes its rules
-// to: each costs a block per port rule.
-const maxMgmtPrefixes = 16
+// MaxManagementPrefixes bounds the addresses ManagementRules scopes its
+// rules to: each costs a block per port rule.
+const MaxManagementPrefixes = 16
 
 // matchND matches IPv6 neighbour discovery: ICMPv6 types 133 (router
 // solicitation) to 137 (redirect).
@@ -53,10 +51,13 @@ func matchLocalPort(proto uint8, src bool, port uint16, local netip.Prefix) Matc
 	}}
 }
 
-// managementRules are the exceptions of WithKeepManagement, scoped to the
-// local prefixes (nil: unscoped; empty: only ARP and ND survive, as no port
-// can be addressed to this host).
-func managementRules(extraTCP []uint16, local []netip.Prefix) []Match {
+// ManagementRules are the exceptions that keep a host reachable while a
+// program takes its traffic: ARP, IPv6 neighbour discovery, SSH (TCP 22
+// and extraTCP, both directions) and DNS replies, scoped to the local
+// prefixes (nil: unscoped, any address; empty: only ARP and ND survive, as
+// no port can be addressed to this host). More than MaxManagementPrefixes
+// prefixes are the caller's to refuse.
+func ManagementRules(extraTCP []uint16, local []netip.Prefix) []Match {
 	rules := []Match{MatchEtherType(EtherTypeARP), matchND()}
 	ports := append([]uint16{22}, extraTCP...)
 	scopes := local
@@ -72,53 +73,12 @@ func managementRules(extraTCP []uint16, local []netip.Prefix) []Match {
 	return rules
 }
 
-// managementDesc summarises the management exceptions for Info.
-func managementDesc(extraTCP []uint16, local []netip.Prefix) string {
+// ManagementDesc summarises ManagementRules(extraTCP, local) in one line,
+// for a backend's Info.
+func ManagementDesc(extraTCP []uint16, local []netip.Prefix) string {
 	scope := "any address"
 	if local != nil {
 		scope = fmt.Sprintf("%d local addresses", len(local))
 	}
 	return fmt.Sprintf("management: arp, nd, ssh %s, dns replies, to %s", portList(append([]uint16{22}, extraTCP...)), scope)
-}
-
-// localPrefixes returns the host addresses of the link and of every link
-// whose parent it is (VLAN and macvlan children, where a management address
-// often lives), as /32 and /128 prefixes, in the network namespace of the
-// calling thread.
-func localPrefixes(ifindex int) ([]netip.Prefix, error) {
-	links, err := netlink.LinkList()
-	if err != nil {
-		return nil, fmt.Errorf("list links: %w", err)
-	}
-	seen := map[netip.Prefix]bool{}
-	for _, l := range links {
-		a := l.Attrs()
-		if a.Index != ifindex && a.ParentIndex != ifindex {
-			continue
-		}
-		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
-		if err != nil {
-			return nil, fmt.Errorf("addresses of %s: %w", a.Name, err)
-		}
-		for _, ad := range addrs {
-			if ad.IPNet == nil {
-				continue
-			}
-			if ip, ok := netip.AddrFromSlice(ad.IP); ok {
-				// Link-local addresses count too: SSH over
-				// fe80:: must survive.
-				ip = ip.Unmap()
-				seen[netip.PrefixFrom(ip, ip.BitLen())] = true
-			}
-		}
-	}
-	out := make([]netip.Prefix, 0, len(seen))
-	for p := range seen {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Addr().Less(out[j].Addr()) })
-	if len(out) > maxMgmtPrefixes {
-		return nil, fmt.Errorf("%d local addresses, more than the %d WithKeepManagement scopes", len(out), maxMgmtPrefixes)
-	}
-	return out, nil
 }
