@@ -53,7 +53,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 	case c.match != nil:
 		match = *c.match
 	default:
-		m, err := compileSteering(c.steering, func() ([][6]byte, error) { return localMACs(ifname) })
+		m, err := filter.Steering(c.steering, func() ([][6]byte, error) { return localMACs(ifname) })
 		if err != nil {
 			return fail(err)
 		}
