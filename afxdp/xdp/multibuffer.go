@@ -27,19 +27,19 @@ func (p Packet) Len() int {
 // truncated. The slices belong to the socket and are reused by the next
 // receive call; recycle with RecyclePackets or Recycle.
 func (s *Socket) ReceivePackets(maxFrames int) []Packet {
-	if maxFrames <= 0 || s.rx.ents == nil || !s.enter() {
+	if maxFrames <= 0 || s.r.ring.ents == nil || !s.enterRx() {
 		return nil
 	}
-	defer s.exit()
+	defer s.exitRx()
 	descs := s.receive(maxFrames)
 	// The held partial chain comes first, then the new descriptors, in
 	// one of two buffers taken in turn: the packets of the previous call
 	// stay intact until this one returns.
-	s.mbi ^= 1
-	buf := append(s.mbuf[s.mbi][:0], s.held[:s.nheld]...)
+	s.r.mbi ^= 1
+	buf := append(s.r.mbuf[s.r.mbi][:0], s.r.held[:s.r.nheld]...)
 	buf = append(buf, descs...)
-	s.mbuf[s.mbi] = buf
-	s.pkts = s.pkts[:0]
+	s.r.mbuf[s.r.mbi] = buf
+	s.r.pkts = s.r.pkts[:0]
 	start := 0
 	for i, d := range buf {
 		if d.Options&unix.XDP_PKT_CONTD != 0 {
@@ -49,19 +49,19 @@ func (s *Socket) ReceivePackets(maxFrames int) []Packet {
 			}
 			continue
 		}
-		s.pkts = append(s.pkts, Packet(buf[start:i+1:i+1]))
+		s.r.pkts = append(s.r.pkts, Packet(buf[start:i+1:i+1]))
 		start = i + 1
 	}
-	s.nheld = copy(s.held[:], buf[start:])
-	return s.pkts
+	s.r.nheld = copy(s.r.held[:], buf[start:])
+	return s.r.pkts
 }
 
 // dropChain recycles a run of descriptors that never ended.
 func (s *Socket) dropChain(chain []Desc) {
 	for _, d := range chain {
-		s.rxPool.Push(s.umem.base(d.Addr))
+		s.r.pool.Push(s.umem.base(d.Addr))
 	}
-	s.st.rejected.Add(uint64(len(chain)))
+	s.r.st.rejected.Add(uint64(len(chain)))
 }
 
 // RecyclePackets returns the frames of received packets to the receive

@@ -16,28 +16,28 @@ import (
 // holds. It makes no system call: with need-wakeup a parked driver also
 // needs WakeupRx (or a Poll) to see them.
 func (s *Socket) Fill(n int) int {
-	if n <= 0 || !s.enter() {
+	if n <= 0 || !s.enterRx() {
 		return 0
 	}
-	defer s.exit()
-	want := uint32(min(n, s.rxPool.Len()))
+	defer s.exitRx()
+	want := uint32(min(n, s.r.pool.Len()))
 	if want == 0 {
-		if s.rxPool.Len() == 0 {
-			s.st.fillPoolEmpty.Add(1)
+		if s.r.pool.Len() == 0 {
+			s.r.st.fillPoolEmpty.Add(1)
 		}
 		return 0
 	}
-	free := s.fill.free(want)
+	free := s.r.fill.free(want)
 	k := min(want, free)
 	if k == 0 {
 		return 0
 	}
-	s.rxAddrs = s.rxPool.Pop(int(k), s.rxAddrs[:0])
-	for i, a := range s.rxAddrs {
-		s.fill.put(uint32(i), a)
+	s.r.addrs = s.r.pool.Pop(int(k), s.r.addrs[:0])
+	for i, a := range s.r.addrs {
+		s.r.fill.put(uint32(i), a)
 	}
-	s.fill.submit(k)
-	s.st.filled.Add(uint64(k))
+	s.r.fill.submit(k)
+	s.r.st.filled.Add(uint64(k))
 	return int(k)
 }
 
@@ -45,7 +45,7 @@ func (s *Socket) Fill(n int) int {
 // for a system call (WakeupRx, or Poll) before it takes more fill entries.
 // One atomic load.
 func (s *Socket) NeedsWakeupRx() bool {
-	return s.needWakeup && s.fill.needsWakeup()
+	return s.needWakeup && s.r.fill.needsWakeup()
 }
 
 // WakeupRx wakes a driver that parked its receive side: a zero-length
@@ -53,11 +53,11 @@ func (s *Socket) NeedsWakeupRx() bool {
 // must call it whenever NeedsWakeupRx is true, or the driver never sees the
 // new fill entries and drops everything. Counted in Stats().RxKicks.
 func (s *Socket) WakeupRx() error {
-	if !s.enter() {
+	if !s.enterRx() {
 		return s.closedErr("wake rx")
 	}
-	defer s.exit()
-	s.st.rxKicks.Add(1)
+	defer s.exitRx()
+	s.r.st.rxKicks.Add(1)
 	switch e := wakeRx(s.fd); e {
 	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY:
 		return nil
@@ -69,35 +69,35 @@ func (s *Socket) WakeupRx() error {
 // NumReceived is how many packets (descriptors) Receive could return now.
 // It reads the ring: no system call.
 func (s *Socket) NumReceived() int {
-	if s.rx.ents == nil || !s.enter() {
+	if s.r.ring.ents == nil || !s.enterRx() {
 		return 0
 	}
-	defer s.exit()
-	return int(s.rx.ready())
+	defer s.exitRx()
+	return int(s.r.ring.ready())
 }
 
 // NumFreeFillSlots is how many more frames the fill ring takes now.
 func (s *Socket) NumFreeFillSlots() int {
-	if s.rx.ents == nil || !s.enter() {
+	if s.r.ring.ents == nil || !s.enterRx() {
 		return 0
 	}
-	defer s.exit()
-	return int(s.fill.free(s.fill.size))
+	defer s.exitRx()
+	return int(s.r.fill.free(s.r.fill.size))
 }
 
 // NumFilled is how many frames wait in the fill ring or with the driver:
 // posted and not yet received.
 func (s *Socket) NumFilled() int {
-	return int(s.st.filled.Load() - s.st.received.Load())
+	return int(s.r.st.filled.Load() - s.r.st.received.Load())
 }
 
 // FreeRxFrames is how many frames the receive pool holds.
 func (s *Socket) FreeRxFrames() int {
-	if !s.enter() {
+	if !s.enterRx() {
 		return 0
 	}
-	defer s.exit()
-	return s.rxPool.Len()
+	defer s.exitRx()
+	return s.r.pool.Len()
 }
 
 // Poll waits until a packet is ready or timeout passes, and returns the
@@ -107,15 +107,15 @@ func (s *Socket) FreeRxFrames() int {
 // packets are already waiting. Close wakes it with an error wrapping
 // ErrClosed.
 func (s *Socket) Poll(timeout time.Duration) (int, error) {
-	if s.rx.ents == nil {
+	if s.r.ring.ents == nil {
 		return 0, fmt.Errorf("xdp queue %d: poll: the socket has no receive ring: %w", s.queue, ErrUnsupported)
 	}
-	if !s.enter() {
+	if !s.enterRx() {
 		return 0, s.closedErr("poll")
 	}
-	defer s.exit()
+	defer s.exitRx()
 	s.maybePin()
-	if n := s.rx.ready(); n > 0 {
+	if n := s.r.ring.ready(); n > 0 {
 		return int(n), nil
 	}
 	fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
@@ -133,7 +133,7 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 			t := unix.NsecToTimespec(left.Nanoseconds())
 			ts = &t
 		}
-		s.st.polls.Add(1)
+		s.r.st.polls.Add(1)
 		_, err := unix.Ppoll(fds[:], ts, nil)
 		if errors.Is(err, unix.EINTR) {
 			if timeout > 0 && time.Now().After(deadline) {
@@ -149,7 +149,7 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if fds[1].Revents != 0 || s.closing.Load() {
 		return 0, s.closedErr("poll")
 	}
-	return int(s.rx.ready()), nil
+	return int(s.r.ring.ready()), nil
 }
 
 // Receive takes up to max received descriptors off the rx ring. From now
@@ -158,30 +158,30 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 // span several descriptors (all but the last with XDP_PKT_CONTD in
 // Options): use ReceivePackets to get them whole.
 func (s *Socket) Receive(max int) []Desc {
-	if max <= 0 || s.rx.ents == nil || !s.enter() {
+	if max <= 0 || s.r.ring.ents == nil || !s.enterRx() {
 		return nil
 	}
-	defer s.exit()
+	defer s.exitRx()
 	return s.receive(max)
 }
 
 func (s *Socket) receive(max int) []Desc {
 	s.maybePin()
-	n := s.rx.avail(uint32(min(max, cap(s.rxDescs))))
-	s.rxDescs = s.rxDescs[:n]
+	n := s.r.ring.avail(uint32(min(max, cap(s.r.descs))))
+	s.r.descs = s.r.descs[:n]
 	var bytes uint64
 	for i := range n {
-		d := s.rx.get(i)
-		s.rxDescs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
+		d := s.r.ring.get(i)
+		s.r.descs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
 		bytes += uint64(d.Len)
 	}
 	if n > 0 {
-		s.rx.release(n)
-		s.st.received.Add(uint64(n))
-		s.st.rxBytes.Add(bytes)
-		s.st.rxBatches.Add(1)
+		s.r.ring.release(n)
+		s.r.st.received.Add(uint64(n))
+		s.r.st.rxBytes.Add(bytes)
+		s.r.st.rxBatches.Add(1)
 	}
-	return s.rxDescs
+	return s.r.descs
 }
 
 // ReceiveTimestamps is Receive plus each packet's arrival stamp, read from
@@ -190,16 +190,16 @@ func (s *Socket) receive(max int) []Desc {
 // zero stamp means the frame arrived unstamped: the driver offers no
 // metadata area (counted in Stats().Unstamped).
 func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
-	if max <= 0 || s.rx.ents == nil || !s.enter() {
+	if max <= 0 || s.r.ring.ents == nil || !s.enterRx() {
 		return nil, nil
 	}
-	defer s.exit()
+	defer s.exitRx()
 	descs := s.receive(max)
-	s.rxStamp = s.rxStamp[:len(descs)]
+	s.r.stamp = s.r.stamp[:len(descs)]
 	var dev, mono, none uint64
 	for i, d := range descs {
 		st, clock := s.stampOf(d.Addr)
-		s.rxStamp[i] = st
+		s.r.stamp[i] = st
 		switch {
 		case st == 0:
 			none++
@@ -210,11 +210,11 @@ func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 		}
 	}
 	if len(descs) > 0 {
-		s.st.stampsDevice.Add(dev)
-		s.st.stampsMonotonic.Add(mono)
-		s.st.unstamped.Add(none)
+		s.r.st.stampsDevice.Add(dev)
+		s.r.st.stampsMonotonic.Add(mono)
+		s.r.st.unstamped.Add(none)
 	}
-	return descs, s.rxStamp
+	return descs, s.r.stamp
 }
 
 // stampOf reads the metadata in front of a received frame: the stamp and
@@ -231,10 +231,10 @@ func (s *Socket) stampOf(addr uint64) (uint64, uint32) {
 // filter.ClockMonotonic) of a descriptor Receive returned, from the metadata in
 // front of it; zeros without WithRxTimestamps or when it arrived unstamped.
 func (s *Socket) Stamp(d Desc) (uint64, int) {
-	if !s.enter() {
+	if !s.enterRx() {
 		return 0, 0
 	}
-	defer s.exit()
+	defer s.exitRx()
 	st, c := s.stampOf(d.Addr)
 	return st, int(c)
 }
@@ -243,18 +243,18 @@ func (s *Socket) Stamp(d Desc) (uint64, int) {
 // does not own (another socket's, a transmit frame) is refused and counted
 // in Stats().Rejected; pass it to its owner instead.
 func (s *Socket) Recycle(descs []Desc) {
-	if len(descs) == 0 || !s.enter() {
+	if len(descs) == 0 || !s.enterRx() {
 		return
 	}
-	defer s.exit()
+	defer s.exitRx()
 	rejected := 0
 	for _, d := range descs {
-		if !s.rxPool.Push(s.umem.base(d.Addr)) {
+		if !s.r.pool.Push(s.umem.base(d.Addr)) {
 			rejected++
 		}
 	}
 	if rejected > 0 {
-		s.st.rejected.Add(uint64(rejected))
+		s.r.st.rejected.Add(uint64(rejected))
 	}
 }
 
@@ -270,11 +270,11 @@ func (s *Socket) ReceiveWhole(max int) []Desc {
 	if len(pkts) == 0 {
 		return nil
 	}
-	s.whole = s.whole[:0]
+	s.r.whole = s.r.whole[:0]
 	for _, p := range pkts {
-		s.whole = append(s.whole, p...)
+		s.r.whole = append(s.r.whole, p...)
 	}
-	return s.whole
+	return s.r.whole
 }
 
 // ReceiveStamped is ReceiveTimestamps that takes only stamped packets: it
@@ -285,18 +285,18 @@ func (s *Socket) ReceiveWhole(max int) []Desc {
 // first descriptor is given to all of its descriptors, and only whole
 // chains are taken.
 func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamped bool) {
-	if max <= 0 || s.rx.ents == nil || !s.enter() {
+	if max <= 0 || s.r.ring.ents == nil || !s.enterRx() {
 		return nil, nil, false
 	}
-	defer s.exit()
+	defer s.exitRx()
 	s.maybePin()
-	avail := s.rx.avail(uint32(min(max, cap(s.rxDescs))))
-	s.rxDescs, s.rxStamp = s.rxDescs[:0], s.rxStamp[:0]
+	avail := s.r.ring.avail(uint32(min(max, cap(s.r.descs))))
+	s.r.descs, s.r.stamp = s.r.descs[:0], s.r.stamp[:0]
 	var dev, mono, bytes uint64
 	var stamp uint64
 	take, start := uint32(0), true
 	for i := range avail {
-		d := s.rx.get(i)
+		d := s.r.ring.get(i)
 		if start {
 			st, clock := s.stampOf(d.Addr)
 			if st == 0 {
@@ -310,28 +310,28 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 				mono++
 			}
 		}
-		s.rxDescs = append(s.rxDescs, Desc{Addr: d.Addr, Len: d.Len, Options: d.Options})
-		s.rxStamp = append(s.rxStamp, stamp)
+		s.r.descs = append(s.r.descs, Desc{Addr: d.Addr, Len: d.Len, Options: d.Options})
+		s.r.stamp = append(s.r.stamp, stamp)
 		start = !s.multiBuffer || d.Options&unix.XDP_PKT_CONTD == 0
 		if start {
 			take = i + 1
 		}
 	}
 	// Only whole packets leave the ring.
-	s.rxDescs, s.rxStamp = s.rxDescs[:take], s.rxStamp[:take]
-	for _, d := range s.rxDescs {
+	s.r.descs, s.r.stamp = s.r.descs[:take], s.r.stamp[:take]
+	for _, d := range s.r.descs {
 		bytes += uint64(d.Len)
 	}
 	if take > 0 {
-		s.rx.release(take)
-		s.st.received.Add(uint64(take))
-		s.st.rxBytes.Add(bytes)
-		s.st.rxBatches.Add(1)
-		s.st.stampsDevice.Add(dev)
-		s.st.stampsMonotonic.Add(mono)
+		s.r.ring.release(take)
+		s.r.st.received.Add(uint64(take))
+		s.r.st.rxBytes.Add(bytes)
+		s.r.st.rxBatches.Add(1)
+		s.r.st.stampsDevice.Add(dev)
+		s.r.st.stampsMonotonic.Add(mono)
 	}
 	if unstamped {
-		s.st.unstamped.Add(1)
+		s.r.st.unstamped.Add(1)
 	}
-	return s.rxDescs, s.rxStamp, unstamped
+	return s.r.descs, s.r.stamp, unstamped
 }

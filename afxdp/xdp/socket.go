@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
@@ -34,7 +35,12 @@ var (
 )
 
 // Socket is one AF_XDP socket (an XSK) bound to one queue of one interface:
-// the UMEM frames it owns and its four rings.
+// the UMEM frames it owns and its four rings, held in two halves. The
+// receive half (fill and rx rings, the receive pool, its scratch and
+// counters) and the transmit half (tx and completion rings, the transmit
+// pool, its scratch and counters) each sit on cache lines of their own;
+// what both read (the descriptor of the UMEM, the closing flag) is written
+// only at open and Close.
 //
 // Concurrency: one goroutine may drive the receive side (Fill, Poll,
 // Receive, Recycle, WakeupRx) while one other drives the transmit side
@@ -59,55 +65,84 @@ type Socket struct {
 	bindFlags      uint16
 	shared         bool // bound to another socket's UMEM
 	onForeign      func(addr uint64)
-	txBudget       int // descriptors one kick moves in copy mode
-	kickRetryBound int
 	pinCPU         int         // the CPU the driving goroutine is placed on, -1 for none
 	pinned         atomic.Bool // placement done (or declined)
+	pinRefused     atomic.Uint64
+	maps           [][]byte
 
-	fill prodRing[uint64]
-	comp consRing[uint64]
-	rx   consRing[unix.XDPDesc]
-	tx   prodRing[unix.XDPDesc]
-	maps [][]byte
-
-	rxPool, txPool *pool.Frames
-
-	// Receive-side scratch, reused by every call.
-	rxAddrs []uint64
-	rxDescs []Desc
-	rxStamp []uint64
-	pkts    []Packet
-	mbuf    [2][]Desc       // ReceivePackets' buffers, used in turn
-	mbi     int             // the one in use
-	held    [maxRxSegs]Desc // a chain whose tail has not arrived
-	nheld   int
-	whole   []Desc // ReceiveWhole's result
-	// Transmit-side scratch.
-	txAddrs []uint64
-	txDescs []Desc
-
-	ops     atomic.Int64 // calls in progress, for Close
+	ops     atomic.Int64 // calls of neither half in progress (Stats), for Close
 	closing atomic.Bool
 	closeMu sync.Mutex
 
-	st counters
+	r rxHalf
+	t txHalf
 }
 
-// counters are cumulative, 64-bit and added once per batch.
-type counters struct {
+// rxHalf is what the receive side writes on every call: its two rings, its
+// frame pool, its scratch and its counters. The pads keep it on cache
+// lines of its own, so a receive goroutine and a transmit goroutine on two
+// cores never write the same line.
+type rxHalf struct {
+	_    cpu.CacheLinePad
+	fill prodRing[uint64]
+	ring consRing[unix.XDPDesc]
+	pool *pool.Frames
+
+	// Scratch, reused by every call.
+	addrs []uint64
+	descs []Desc
+	stamp []uint64
+	pkts  []Packet
+	mbuf  [2][]Desc       // ReceivePackets' buffers, used in turn
+	mbi   int             // the one in use
+	held  [maxRxSegs]Desc // a chain whose tail has not arrived
+	nheld int
+	whole []Desc // ReceiveWhole's result
+
+	ops atomic.Int64 // receive calls in progress, for Close
+	st  rxCounters
+	_   cpu.CacheLinePad
+}
+
+// txHalf is the transmit side's counterpart of rxHalf.
+type txHalf struct {
+	_              cpu.CacheLinePad
+	comp           consRing[uint64]
+	ring           prodRing[unix.XDPDesc]
+	pool           *pool.Frames
+	budget         int // descriptors one kick moves in copy mode
+	kickRetryBound int
+
+	// Scratch, reused by every call.
+	addrs []uint64
+	descs []Desc
+
+	ops atomic.Int64 // transmit calls in progress, for Close
+	st  txCounters
+	_   cpu.CacheLinePad
+}
+
+// rxCounters are the receive side's counters: cumulative, 64-bit, added
+// once per batch.
+type rxCounters struct {
 	filled, received, rxBatches, polls, rxKicks atomic.Uint64
-	fillPoolEmpty                               atomic.Uint64
-	transmitted, completed, txBatches           atomic.Uint64
-	kicks, kicksSuppressed, kickRetries         atomic.Uint64
-	kickGaveUp, kickBusy, kickErrors            atomic.Uint64
-	ringFull, poolEmpty, rejected, foreign      atomic.Uint64
-	txBytes, rxBytes                            atomic.Uint64
+	fillPoolEmpty, rejected                     atomic.Uint64
+	rxBytes                                     atomic.Uint64
 	unstamped                                   atomic.Uint64
 	stampsDevice, stampsMonotonic               atomic.Uint64
-	sendReq, sendGot                            atomic.Uint64
-	inflightHigh                                atomic.Uint64
-	compBatches                                 atomic.Uint64
-	pinRefused                                  atomic.Uint64
+}
+
+// txCounters are the transmit side's counters.
+type txCounters struct {
+	transmitted, completed, txBatches   atomic.Uint64
+	kicks, kicksSuppressed, kickRetries atomic.Uint64
+	kickGaveUp, kickBusy, kickErrors    atomic.Uint64
+	ringFull, poolEmpty, rejected       atomic.Uint64
+	foreign                             atomic.Uint64
+	txBytes                             atomic.Uint64
+	sendReq, sendGot                    atomic.Uint64
+	inflightHigh                        atomic.Uint64
+	compBatches                         atomic.Uint64
 }
 
 // socketSpec is what openSocket builds.
@@ -220,24 +255,24 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 	}
 
 	rxFrames := g.numFrames - g.txFrames
-	if s.rxPool, err = pool.New(sp.first, rxFrames, g.frameSize); err != nil {
+	if s.r.pool, err = pool.New(sp.first, rxFrames, g.frameSize); err != nil {
 		return fail("receive pool", err)
 	}
-	if s.txPool, err = pool.New(sp.first+rxFrames, g.txFrames, g.frameSize); err != nil {
+	if s.t.pool, err = pool.New(sp.first+rxFrames, g.txFrames, g.frameSize); err != nil {
 		return fail("transmit pool", err)
 	}
-	s.rxAddrs = make([]uint64, 0, max(g.fill, 64))
-	s.rxDescs = make([]Desc, 0, max(g.rx, 64))
-	s.rxStamp = make([]uint64, 0, max(g.rx, 64))
+	s.r.addrs = make([]uint64, 0, max(g.fill, 64))
+	s.r.descs = make([]Desc, 0, max(g.rx, 64))
+	s.r.stamp = make([]uint64, 0, max(g.rx, 64))
 	if c.multiBuf {
-		for i := range s.mbuf {
-			s.mbuf[i] = make([]Desc, 0, max(g.rx, 64)+maxRxSegs)
+		for i := range s.r.mbuf {
+			s.r.mbuf[i] = make([]Desc, 0, max(g.rx, 64)+maxRxSegs)
 		}
-		s.pkts = make([]Packet, 0, max(g.rx, 64))
-		s.whole = make([]Desc, 0, max(g.rx, 64)+maxRxSegs)
+		s.r.pkts = make([]Packet, 0, max(g.rx, 64))
+		s.r.whole = make([]Desc, 0, max(g.rx, 64)+maxRxSegs)
 	}
-	s.txAddrs = make([]uint64, 0, max(g.tx, 64))
-	s.txDescs = make([]Desc, 0, max(g.tx, 64))
+	s.t.addrs = make([]uint64, 0, max(g.tx, 64))
+	s.t.descs = make([]Desc, 0, max(g.tx, 64))
 
 	// Fill before bind: a zero-copy driver that binds against an empty
 	// fill ring can wedge its queue in a buffer-allocation loop (mlx5).
@@ -270,13 +305,13 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 	// In copy mode one kick moves at most the socket's transmit budget
 	// (32 by default); raise it to the ring so a batch needs one system
 	// call. Kernels before 6.16 have no such option and keep 32.
-	s.txBudget = 32
+	s.t.budget = 32
 	if g.tx > 0 && !s.zeroCopy {
 		if unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, g.tx) == nil {
-			s.txBudget = g.tx
+			s.t.budget = g.tx
 		}
 	}
-	s.kickRetryBound = g.tx/s.txBudget + 8
+	s.t.kickRetryBound = g.tx/s.t.budget + 8
 	return s, nil
 }
 
@@ -306,20 +341,20 @@ func (s *Socket) mapRings(off unix.XDPMmapOffsets, fill, comp int, g socketGeome
 		return fmt.Errorf("fill: %w", err)
 	}
 	s.maps = append(s.maps, fm)
-	s.fill.init(fr, fe)
+	s.r.fill.init(fr, fe)
 	cr, ce, cm, err := mapRing[uint64](s.fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, uint32(comp))
 	if err != nil {
 		return fmt.Errorf("completion: %w", err)
 	}
 	s.maps = append(s.maps, cm)
-	s.comp.init(cr, ce)
+	s.t.comp.init(cr, ce)
 	if g.rx > 0 {
 		rr, re, rm, err := mapRing[unix.XDPDesc](s.fd, unix.XDP_PGOFF_RX_RING, off.Rx, uint32(g.rx))
 		if err != nil {
 			return fmt.Errorf("rx: %w", err)
 		}
 		s.maps = append(s.maps, rm)
-		s.rx.init(rr, re)
+		s.r.ring.init(rr, re)
 	}
 	if g.tx > 0 {
 		tr, te, tm, err := mapRing[unix.XDPDesc](s.fd, unix.XDP_PGOFF_TX_RING, off.Tx, uint32(g.tx))
@@ -327,22 +362,37 @@ func (s *Socket) mapRings(off unix.XDPMmapOffsets, fill, comp int, g socketGeome
 			return fmt.Errorf("tx: %w", err)
 		}
 		s.maps = append(s.maps, tm)
-		s.tx.init(tr, te)
+		s.t.ring.init(tr, te)
 	}
 	return nil
 }
 
-// enter marks a call in progress; it fails once Close has begun.
-func (s *Socket) enter() bool {
-	s.ops.Add(1)
-	if s.closing.Load() {
-		s.ops.Add(-1)
+// enter marks a call of neither half in progress; it fails once Close
+// has begun.
+func (s *Socket) enter() bool { return enterOn(&s.ops, &s.closing) }
+func (s *Socket) exit()       { s.ops.Add(-1) }
+
+// enterRx and enterTx do the same for a call of one half, on a counter of
+// that half's own cache lines.
+func (s *Socket) enterRx() bool { return enterOn(&s.r.ops, &s.closing) }
+func (s *Socket) exitRx()       { s.r.ops.Add(-1) }
+func (s *Socket) enterTx() bool { return enterOn(&s.t.ops, &s.closing) }
+func (s *Socket) exitTx()       { s.t.ops.Add(-1) }
+
+// enterOn counts a call in on ops unless Close has begun. Close sets
+// closing before it reads ops, so a call either sees closing and backs
+// out, or is counted before Close reads the count and waits for it.
+func enterOn(ops *atomic.Int64, closing *atomic.Bool) bool {
+	ops.Add(1)
+	if closing.Load() {
+		ops.Add(-1)
 		return false
 	}
 	return true
 }
 
-func (s *Socket) exit() { s.ops.Add(-1) }
+// busy reports whether any call is in progress.
+func (s *Socket) busy() bool { return s.ops.Load()+s.r.ops.Load()+s.t.ops.Load() != 0 }
 
 // FD is the socket's file descriptor, for registering it in an XSKMAP.
 func (s *Socket) FD() int { return s.fd }
@@ -395,7 +445,7 @@ func (s *Socket) Close() error {
 	}
 	var one = [8]byte{1}
 	_, _ = unix.Write(s.efd, one[:])
-	for s.ops.Load() != 0 {
+	for s.busy() {
 		time.Sleep(50 * time.Microsecond)
 	}
 	s.teardown()

@@ -105,16 +105,17 @@ func (s *Socket) Stats() (Stats, error) {
 		return Stats{}, s.closedErr("stats")
 	}
 	defer s.exit()
-	c := &s.st
+	r, t := &s.r.st, &s.t.st
 	st := Stats{
-		Filled: c.filled.Load(), Received: c.received.Load(), RxBatches: c.rxBatches.Load(), RxBytes: c.rxBytes.Load(),
-		Transmitted: c.transmitted.Load(), Completed: c.completed.Load(), CompletionBatches: c.compBatches.Load(), TxBatches: c.txBatches.Load(), TxBytes: c.txBytes.Load(),
-		Polls: c.polls.Load(), RxKicks: c.rxKicks.Load(), Kicks: c.kicks.Load(), KicksSuppressed: c.kicksSuppressed.Load(),
-		KickRetries: c.kickRetries.Load(), KickGaveUp: c.kickGaveUp.Load(), KickBusy: c.kickBusy.Load(), KickErrors: c.kickErrors.Load(),
-		RingFull: c.ringFull.Load(), PoolEmpty: c.poolEmpty.Load(), FillPoolEmpty: c.fillPoolEmpty.Load(),
-		Rejected: c.rejected.Load(), Foreign: c.foreign.Load(),
-		StampsDevice: c.stampsDevice.Load(), StampsMonotonic: c.stampsMonotonic.Load(), Unstamped: c.unstamped.Load(),
-		SendRequested: c.sendReq.Load(), SendAllocated: c.sendGot.Load(), InflightHigh: c.inflightHigh.Load(), PinRefused: c.pinRefused.Load(),
+		Filled: r.filled.Load(), Received: r.received.Load(), RxBatches: r.rxBatches.Load(), RxBytes: r.rxBytes.Load(),
+		Polls: r.polls.Load(), RxKicks: r.rxKicks.Load(), FillPoolEmpty: r.fillPoolEmpty.Load(),
+		StampsDevice: r.stampsDevice.Load(), StampsMonotonic: r.stampsMonotonic.Load(), Unstamped: r.unstamped.Load(),
+		Transmitted: t.transmitted.Load(), Completed: t.completed.Load(), CompletionBatches: t.compBatches.Load(), TxBatches: t.txBatches.Load(), TxBytes: t.txBytes.Load(),
+		Kicks: t.kicks.Load(), KicksSuppressed: t.kicksSuppressed.Load(),
+		KickRetries: t.kickRetries.Load(), KickGaveUp: t.kickGaveUp.Load(), KickBusy: t.kickBusy.Load(), KickErrors: t.kickErrors.Load(),
+		RingFull: t.ringFull.Load(), PoolEmpty: t.poolEmpty.Load(),
+		Rejected: r.rejected.Load() + t.rejected.Load(), Foreign: t.foreign.Load(),
+		SendRequested: t.sendReq.Load(), SendAllocated: t.sendGot.Load(), InflightHigh: t.inflightHigh.Load(), PinRefused: s.pinRefused.Load(),
 	}
 	k, err := kernelStatistics(s.fd)
 	if err != nil {

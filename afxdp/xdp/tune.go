@@ -263,7 +263,7 @@ func (s *Socket) pin() {
 	var set unix.CPUSet
 	set.Set(s.pinCPU)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		s.st.pinRefused.Add(1)
+		s.pinRefused.Add(1)
 		runtime.UnlockOSThread()
 		return
 	}

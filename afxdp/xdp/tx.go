@@ -16,54 +16,54 @@ const maxTxSegs = 18
 // has room for, so the next Transmit takes them all. The slice belongs to
 // the socket and is reused by the next Alloc.
 func (s *Socket) Alloc(n int) []Desc {
-	if n <= 0 || s.tx.ents == nil || !s.enter() {
+	if n <= 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return nil
 	}
-	defer s.exit()
+	defer s.exitTx()
 	return s.alloc(n)
 }
 
 func (s *Socket) alloc(n int) []Desc {
-	k := min(uint32(n), s.tx.free(uint32(n)), uint32(s.txPool.Len()))
-	s.txDescs = s.txDescs[:0]
+	k := min(uint32(n), s.t.ring.free(uint32(n)), uint32(s.t.pool.Len()))
+	s.t.descs = s.t.descs[:0]
 	if k == 0 {
-		if s.txPool.Len() == 0 {
-			s.st.poolEmpty.Add(1)
+		if s.t.pool.Len() == 0 {
+			s.t.st.poolEmpty.Add(1)
 		}
-		return s.txDescs
+		return s.t.descs
 	}
-	s.txAddrs = s.txPool.Pop(int(k), s.txAddrs[:0])
-	for _, a := range s.txAddrs {
+	s.t.addrs = s.t.pool.Pop(int(k), s.t.addrs[:0])
+	for _, a := range s.t.addrs {
 		if s.txMeta {
 			// A frame asks nothing until its builder says so: no
 			// stale request from its last use.
 			clear(s.umem.mem[a : a+TxMetadataLen])
 		}
-		s.txDescs = append(s.txDescs, Desc{Addr: a + s.txHeadroom})
+		s.t.descs = append(s.t.descs, Desc{Addr: a + s.txHeadroom})
 	}
-	return s.txDescs
+	return s.t.descs
 }
 
 // Free returns frames to the transmit pool without sending them: frames
 // Alloc gave that will not be sent, or the suffix Transmit refused. A frame
 // the pool does not own is refused and counted in Stats().Rejected.
 func (s *Socket) Free(descs []Desc) {
-	if len(descs) == 0 || !s.enter() {
+	if len(descs) == 0 || !s.enterTx() {
 		return
 	}
-	defer s.exit()
+	defer s.exitTx()
 	s.free(descs)
 }
 
 func (s *Socket) free(descs []Desc) {
 	rejected := 0
 	for _, d := range descs {
-		if !s.txPool.Push(s.umem.base(d.Addr)) {
+		if !s.t.pool.Push(s.umem.base(d.Addr)) {
 			rejected++
 		}
 	}
 	if rejected > 0 {
-		s.st.rejected.Add(uint64(rejected))
+		s.t.st.rejected.Add(uint64(rejected))
 	}
 }
 
@@ -76,10 +76,10 @@ func (s *Socket) free(descs []Desc) {
 // Transmit kicks the kernel when it must (without need-wakeup, or when the
 // ring flag asks); Stats counts kicks and the kicks it saved.
 func (s *Socket) Transmit(descs []Desc) int {
-	if len(descs) == 0 || s.tx.ents == nil || !s.enter() {
+	if len(descs) == 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return 0
 	}
-	defer s.exit()
+	defer s.exitTx()
 	return s.transmit(descs, true, false)
 }
 
@@ -90,20 +90,20 @@ func (s *Socket) Transmit(descs []Desc) int {
 // own transmit frames, whose metadata Alloc cleared, because the bytes in
 // front of a received frame hold its arrival stamp.
 func (s *Socket) TransmitWithMetadata(descs []Desc) int {
-	if len(descs) == 0 || s.tx.ents == nil || !s.enter() {
+	if len(descs) == 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return 0
 	}
-	defer s.exit()
+	defer s.exitTx()
 	return s.transmit(descs, true, true)
 }
 
 // TransmitNoKick is Transmit without the kick: queue several batches, then
 // call KickIfNeeded once.
 func (s *Socket) TransmitNoKick(descs []Desc) int {
-	if len(descs) == 0 || s.tx.ents == nil || !s.enter() {
+	if len(descs) == 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return 0
 	}
-	defer s.exit()
+	defer s.exitTx()
 	return s.transmit(descs, false, false)
 }
 
@@ -116,11 +116,11 @@ func (s *Socket) validTx(d Desc) bool {
 
 func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	s.maybePin()
-	want := uint32(min(len(descs), int(s.tx.size)))
-	free := s.tx.free(want)
+	want := uint32(min(len(descs), int(s.t.ring.size)))
+	free := s.t.ring.free(want)
 	n := int(min(want, free))
 	if n == 0 {
-		s.st.ringFull.Add(1)
+		s.t.st.ringFull.Add(1)
 		if kickIt {
 			s.kickFull()
 		}
@@ -130,7 +130,7 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	for i := range n {
 		if !s.validTx(descs[i]) {
 			valid = i
-			s.st.rejected.Add(1)
+			s.t.st.rejected.Add(1)
 			break
 		}
 	}
@@ -142,7 +142,7 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 		for i := range n {
 			segs++
 			if segs > maxTxSegs {
-				s.st.rejected.Add(1)
+				s.t.st.rejected.Add(1)
 				break
 			}
 			if descs[i].Options&unix.XDP_PKT_CONTD == 0 {
@@ -158,21 +158,21 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	for i := range n {
 		d := descs[i]
 		var o uint32
-		if s.txMeta && (allMeta || s.txPool.Owns(s.umem.base(d.Addr))) {
+		if s.txMeta && (allMeta || s.t.pool.Owns(s.umem.base(d.Addr))) {
 			o = unix.XDP_TX_METADATA
 		}
 		if s.multiBuffer {
 			o |= d.Options & unix.XDP_PKT_CONTD
 		}
-		s.tx.put(uint32(i), unix.XDPDesc{Addr: d.Addr, Len: d.Len, Options: o})
+		s.t.ring.put(uint32(i), unix.XDPDesc{Addr: d.Addr, Len: d.Len, Options: o})
 		bytes += uint64(d.Len)
 	}
-	s.tx.submit(uint32(n))
-	s.st.transmitted.Add(uint64(n))
-	s.st.txBytes.Add(bytes)
-	s.st.txBatches.Add(1)
-	if inflight := s.st.transmitted.Load() - s.st.completed.Load(); inflight > s.st.inflightHigh.Load() {
-		s.st.inflightHigh.Store(inflight)
+	s.t.ring.submit(uint32(n))
+	s.t.st.transmitted.Add(uint64(n))
+	s.t.st.txBytes.Add(bytes)
+	s.t.st.txBatches.Add(1)
+	if inflight := s.t.st.transmitted.Load() - s.t.st.completed.Load(); inflight > s.t.st.inflightHigh.Load() {
+		s.t.st.inflightHigh.Store(inflight)
 	}
 	if kickIt {
 		s.kickIfNeeded()
@@ -184,14 +184,14 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 // kicks; with it, only when the transmit ring's flag asks (a zero-copy
 // driver that is draining clears it; copy mode keeps it set, because there
 // the kernel moves descriptors only inside the system call).
-func (s *Socket) kickNeeded() bool { return !s.needWakeup || s.tx.needsWakeup() }
+func (s *Socket) kickNeeded() bool { return !s.needWakeup || s.t.ring.needsWakeup() }
 
 func (s *Socket) kickIfNeeded() {
 	if s.kickNeeded() {
 		_ = s.kick()
 		return
 	}
-	s.st.kicksSuppressed.Add(1)
+	s.t.st.kicksSuppressed.Add(1)
 }
 
 // kickFull kicks on a full ring. In copy mode a full ring drains only inside
@@ -202,17 +202,17 @@ func (s *Socket) kickFull() {
 		_ = s.kick()
 		return
 	}
-	s.st.kicksSuppressed.Add(1)
+	s.t.st.kicksSuppressed.Add(1)
 }
 
 // Kick tells the kernel the transmit ring has work, whatever the ring flag
 // says. Call it when the ring is full and you wait for room: in copy mode
 // nothing drains the ring otherwise.
 func (s *Socket) Kick() error {
-	if s.tx.ents == nil || !s.enter() {
+	if s.t.ring.ents == nil || !s.enterTx() {
 		return s.closedErr("kick")
 	}
-	defer s.exit()
+	defer s.exitTx()
 	return s.kick()
 }
 
@@ -220,17 +220,17 @@ func (s *Socket) Kick() error {
 // descriptors wait: the companion of SendFuncNoKick and TransmitNoKick, one
 // system call per batch of batches.
 func (s *Socket) KickIfNeeded() error {
-	if s.tx.ents == nil || !s.enter() {
+	if s.t.ring.ents == nil || !s.enterTx() {
 		return s.closedErr("kick")
 	}
-	defer s.exit()
-	if s.tx.outstanding() == 0 {
+	defer s.exitTx()
+	if s.t.ring.outstanding() == 0 {
 		return nil
 	}
 	if s.kickNeeded() {
 		return s.kick()
 	}
-	s.st.kicksSuppressed.Add(1)
+	s.t.st.kicksSuppressed.Add(1)
 	return nil
 }
 
@@ -243,25 +243,25 @@ func (s *Socket) kick() error {
 	retries := 0
 	for {
 		e := kick(s.fd)
-		s.st.kicks.Add(1)
+		s.t.st.kicks.Add(1)
 		switch e {
 		case 0:
 			return nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			if retries >= s.kickRetryBound || s.comp.ready() >= s.comp.size {
-				s.st.kickGaveUp.Add(1)
+			if retries >= s.t.kickRetryBound || s.t.comp.ready() >= s.t.comp.size {
+				s.t.st.kickGaveUp.Add(1)
 				return nil
 			}
 			retries++
-			s.st.kickRetries.Add(1)
+			s.t.st.kickRetries.Add(1)
 		case unix.EBUSY, unix.ENOBUFS:
 			// The device queue is busy: back-pressure, not an error.
-			s.st.kickBusy.Add(1)
+			s.t.st.kickBusy.Add(1)
 			return nil
 		default:
-			s.st.kickErrors.Add(1)
+			s.t.st.kickErrors.Add(1)
 			return fmt.Errorf("xdp queue %d: kick: %w", s.queue, e)
 		}
 	}
@@ -274,29 +274,29 @@ func (s *Socket) kick() error {
 // counted in Stats().Foreign when there is none. It returns how many
 // completed.
 func (s *Socket) Complete(max int) int {
-	if max <= 0 || s.tx.ents == nil || !s.enter() {
+	if max <= 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return 0
 	}
-	defer s.exit()
+	defer s.exitTx()
 	return s.complete(max)
 }
 
 func (s *Socket) complete(max int) int {
-	n := s.comp.avail(uint32(min(max, int(s.comp.size))))
+	n := s.t.comp.avail(uint32(min(max, int(s.t.comp.size))))
 	if n == 0 {
 		return 0
 	}
 	var rejected, foreign uint64
 	for i := range n {
-		addr := s.comp.get(i)
+		addr := s.t.comp.get(i)
 		base := s.umem.base(addr)
 		switch {
-		case s.txPool.Owns(base):
-			if !s.txPool.Push(base) {
+		case s.t.pool.Owns(base):
+			if !s.t.pool.Push(base) {
 				rejected++
 			}
-		case s.reuseRx && s.rxPool.Owns(base):
-			if !s.rxPool.Push(base) {
+		case s.reuseRx && s.r.pool.Owns(base):
+			if !s.r.pool.Push(base) {
 				rejected++
 			}
 		case s.onForeign != nil:
@@ -305,14 +305,14 @@ func (s *Socket) complete(max int) int {
 			foreign++
 		}
 	}
-	s.comp.release(n)
-	s.st.completed.Add(uint64(n))
-	s.st.compBatches.Add(1)
+	s.t.comp.release(n)
+	s.t.st.completed.Add(uint64(n))
+	s.t.st.compBatches.Add(1)
 	if rejected > 0 {
-		s.st.rejected.Add(rejected)
+		s.t.st.rejected.Add(rejected)
 	}
 	if foreign > 0 {
-		s.st.foreign.Add(foreign)
+		s.t.st.foreign.Add(foreign)
 	}
 	return int(n)
 }
@@ -322,53 +322,53 @@ func (s *Socket) complete(max int) int {
 // frames back to the receive side (Recycle rounds an address to its frame).
 // The addresses are exactly those transmitted.
 func (s *Socket) CompleteInto(max int, out []uint64) []uint64 {
-	if max <= 0 || s.tx.ents == nil || !s.enter() {
+	if max <= 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return out
 	}
-	defer s.exit()
-	n := s.comp.avail(uint32(min(max, int(s.comp.size))))
+	defer s.exitTx()
+	n := s.t.comp.avail(uint32(min(max, int(s.t.comp.size))))
 	for i := range n {
-		out = append(out, s.comp.get(i))
+		out = append(out, s.t.comp.get(i))
 	}
 	if n > 0 {
-		s.comp.release(n)
-		s.st.completed.Add(uint64(n))
-		s.st.compBatches.Add(1)
+		s.t.comp.release(n)
+		s.t.st.completed.Add(uint64(n))
+		s.t.st.compBatches.Add(1)
 	}
 	return out
 }
 
 // NumCompleted is how many completions wait on the ring.
 func (s *Socket) NumCompleted() int {
-	if s.tx.ents == nil || !s.enter() {
+	if s.t.ring.ents == nil || !s.enterTx() {
 		return 0
 	}
-	defer s.exit()
-	return int(s.comp.ready())
+	defer s.exitTx()
+	return int(s.t.comp.ready())
 }
 
 // NumTransmitted is how many transmitted frames the kernel still owns:
 // put on the ring and not yet taken back by Complete.
 func (s *Socket) NumTransmitted() int {
-	return int(s.st.transmitted.Load() - s.st.completed.Load())
+	return int(s.t.st.transmitted.Load() - s.t.st.completed.Load())
 }
 
 // NumFreeTxSlots is how many descriptors the transmit ring takes now.
 func (s *Socket) NumFreeTxSlots() int {
-	if s.tx.ents == nil || !s.enter() {
+	if s.t.ring.ents == nil || !s.enterTx() {
 		return 0
 	}
-	defer s.exit()
-	return int(s.tx.free(s.tx.size))
+	defer s.exitTx()
+	return int(s.t.ring.free(s.t.ring.size))
 }
 
 // FreeTxFrames is how many frames the transmit pool holds.
 func (s *Socket) FreeTxFrames() int {
-	if s.tx.ents == nil || !s.enter() {
+	if s.t.ring.ents == nil || !s.enterTx() {
 		return 0
 	}
-	defer s.exit()
-	return s.txPool.Len()
+	defer s.exitTx()
+	return s.t.pool.Len()
 }
 
 // SendFunc is the whole transmit cycle in one call: it completes what the
@@ -389,29 +389,29 @@ func (s *Socket) SendFuncNoKick(count int, build func(i int, frame []byte) int) 
 }
 
 func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt bool) (int, error) {
-	if s.tx.ents == nil {
+	if s.t.ring.ents == nil {
 		return 0, fmt.Errorf("xdp queue %d: send: the socket has no transmit ring: %w", s.queue, ErrUnsupported)
 	}
-	if !s.enter() {
+	if !s.enterTx() {
 		return 0, s.closedErr("send")
 	}
-	defer s.exit()
+	defer s.exitTx()
 	if count <= 0 {
 		return 0, nil
 	}
-	s.st.sendReq.Add(uint64(count))
-	s.complete(int(s.comp.size))
+	s.t.st.sendReq.Add(uint64(count))
+	s.complete(int(s.t.comp.size))
 	descs := s.alloc(count)
 	if len(descs) == 0 {
-		if s.tx.free(1) == 0 {
-			s.st.ringFull.Add(1)
+		if s.t.ring.free(1) == 0 {
+			s.t.st.ringFull.Add(1)
 		}
-		if kickIt && s.tx.outstanding() > 0 {
+		if kickIt && s.t.ring.outstanding() > 0 {
 			s.kickFull()
 		}
 		return 0, nil
 	}
-	s.st.sendGot.Add(uint64(len(descs)))
+	s.t.st.sendGot.Add(uint64(len(descs)))
 	n := len(descs)
 	for i := range descs {
 		frame := s.umem.rest(descs[i].Addr)
@@ -446,7 +446,7 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 // frame without WithMultiBuffer, or than 18 frames with it (where it is
 // split into a chain).
 func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
-	if s.tx.ents == nil {
+	if s.t.ring.ents == nil {
 		return 0, fmt.Errorf("xdp queue %d: send: the socket has no transmit ring: %w", s.queue, ErrUnsupported)
 	}
 	room := s.frameSize - int(s.txHeadroom)
@@ -469,23 +469,23 @@ func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
 // sendChains is SendBatch with multi-buffer: each payload becomes a chain of
 // frames, only whole chains are queued.
 func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
-	if !s.enter() {
+	if !s.enterTx() {
 		return 0, s.closedErr("send")
 	}
-	defer s.exit()
-	s.complete(int(s.comp.size))
+	defer s.exitTx()
+	s.complete(int(s.t.comp.size))
 	need := 0
 	pkts := 0
 	for _, p := range payloads {
 		f := (len(p) + room - 1) / room
-		if need+f > int(s.tx.free(uint32(need+f))) || need+f > s.txPool.Len() {
+		if need+f > int(s.t.ring.free(uint32(need+f))) || need+f > s.t.pool.Len() {
 			break
 		}
 		need += f
 		pkts++
 	}
 	if pkts == 0 {
-		s.st.ringFull.Add(1)
+		s.t.st.ringFull.Add(1)
 		s.kickFull()
 		return 0, nil
 	}
