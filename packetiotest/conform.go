@@ -1,7 +1,11 @@
-// Package packetiotest is the backend contract of BACKENDS.md as a test suite.
-// Every backend calls Run on a real device (afpacket and afxdp on a veth
-// pair, dpdk on its virtual devices, mlx5 on its model card, pipe in memory),
-// plus RunTraffic, RunSteering and RunTimestamps where they apply.
+// Package packetiotest owns packetio's contract as an importable test
+// suite: the rules of BACKENDS.md as checks a backend runs on its own
+// devices, the way a file system proves itself with testing/fstest. Every
+// packetio backend calls Run on a real device (afpacket and afxdp on a veth
+// pair, dpdk on its virtual devices, mlx5 on its model card, pipe in
+// memory), plus RunSteering and RunTimestamps where they apply; a backend
+// written outside this module does the same from its own test (see the
+// example).
 //
 // A check that cannot run here skips with the reason, and fails instead when
 // PACKETIO_CONFORM_REQUIRED is set: a skip is an unverified backend, not a
@@ -81,31 +85,53 @@ func Run(t *testing.T, open OpenFunc, opts ...Option) {
 	for _, fn := range opts {
 		fn(&o)
 	}
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, OpenFunc)
-	}{
-		{"AllocFreeRoundTrip", allocFreeRoundTrip},
-		{"AllocGivesDistinctFramesInRegion", allocGivesDistinctFrames},
-		{"FramesAreConserved", framesAreConserved},
-		{"SendFuncBadLengthAbandonsTheBatch", sendFuncBadLength},
-		{"SendFuncZeroLengthStops", sendFuncZeroStops},
-		{"ForeignDescriptorIsRefused", foreignDescriptorIsRefused},
-		{"TransmitRefusesADescriptorOutsideAFrame", transmitRefusesOutsideAFrame},
-		{"TransmitTakesAPrefix", transmitTakesAPrefix},
-		{"ReclaimHandsFramesBack", reclaimHandsFramesBack},
-		{"CloseTwice", closeTwice},
-		{"MethodsAfterCloseAreSafe", methodsAfterClose},
-		{"CapabilitiesAreSelfConsistent", capabilitiesAreConsistent},
-		{"CloseWakesAPoller", closeWakesAPoller},
-		{"ErrIsNilOnAHealthyQueue", errIsNilOnAHealthyQueue},
-		{"StatsAreSafeFromAnotherGoroutine", statsRace},
-		{"FastPathDoesNotAllocate", fastPathDoesNotAllocate},
-	} {
+	for _, c := range deviceChecks {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
 	}
 	runTraffic(t, open, &o)
 }
+
+// check is one named rule of the contract.
+type check struct {
+	name string
+	fn   func(*testing.T, OpenFunc)
+}
+
+// deviceChecks are Run's checks that need no traffic, in the order it runs
+// them.
+var deviceChecks = [...]check{
+	{"AllocFreeRoundTrip", allocFreeRoundTrip},
+	{"AllocGivesDistinctFramesInRegion", allocGivesDistinctFrames},
+	{"FramesAreConserved", framesAreConserved},
+	{"SendFuncBadLengthAbandonsTheBatch", sendFuncBadLength},
+	{"SendFuncZeroLengthStops", sendFuncZeroStops},
+	{"ForeignDescriptorIsRefused", foreignDescriptorIsRefused},
+	{"TransmitRefusesADescriptorOutsideAFrame", transmitRefusesOutsideAFrame},
+	{"TransmitTakesAPrefix", transmitTakesAPrefix},
+	{"ReclaimHandsFramesBack", reclaimHandsFramesBack},
+	{"CloseTwice", closeTwice},
+	{"MethodsAfterCloseAreSafe", methodsAfterClose},
+	{"CapabilitiesAreSelfConsistent", capabilitiesAreConsistent},
+	{"CloseWakesAPoller", closeWakesAPoller},
+	{"ErrIsNilOnAHealthyQueue", errIsNilOnAHealthyQueue},
+	{"StatsAreSafeFromAnotherGoroutine", statsRace},
+	{"FastPathDoesNotAllocate", fastPathDoesNotAllocate},
+}
+
+// Checks returns the names of the checks Run runs, in order: each is a
+// subtest of the test that calls Run, so "go test -run 'Conform/Name'"
+// runs one alone.
+func Checks() []string {
+	names := make([]string, 0, len(deviceChecks)+len(trafficChecks))
+	for _, c := range deviceChecks {
+		names = append(names, c.name)
+	}
+	for _, c := range trafficChecks {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 
 func allocFreeRoundTrip(t *testing.T, open OpenFunc) {
 	q := device(t, open).TxQueue(0)

@@ -191,10 +191,21 @@ func runTraffic(t *testing.T, open OpenFunc, o *options) {
 		})
 		return
 	}
-	t.Run("TrafficArrivesIntact", func(t *testing.T) { trafficArrivesIntact(t, open, o) })
-	t.Run("ReceiveStatsCountBatches", func(t *testing.T) { receiveBatchesAreCounted(t, open, o) })
-	t.Run("ForwardingConservesFrames", func(t *testing.T) { forwardingConservesFrames(t, open, o) })
-	t.Run("CloseUnderLoad", func(t *testing.T) { closeUnderLoad(t, open, o) })
+	for _, c := range trafficChecks {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, open, o) })
+	}
+}
+
+// trafficChecks are Run's checks that need a sender, in the order it runs
+// them.
+var trafficChecks = [...]struct {
+	name string
+	fn   func(*testing.T, OpenFunc, *options)
+}{
+	{"TrafficArrivesIntact", trafficArrivesIntact},
+	{"ReceiveStatsCountBatches", receiveBatchesAreCounted},
+	{"ForwardingConservesFrames", forwardingConservesFrames},
+	{"CloseUnderLoad", closeUnderLoad},
 }
 
 func trafficArrivesIntact(t *testing.T, open OpenFunc, o *options) {
