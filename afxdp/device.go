@@ -29,12 +29,17 @@ type Device struct {
 
 var _ packetio.Device = (*Device)(nil)
 
+// backendName is the backend's name in Capabilities and errors.
+const backendName = "afxdp"
+
 // Open opens the interface named ifname (in the network namespace of the
 // calling thread) with one transmit and one receive queue per bound queue.
 // WithSteering is required. Need-wakeup is always on, every redirected frame
 // is stamped on arrival, and the queues share one region when the kernel
-// allows it. Every failure wraps packetio.ErrUnsupported (or ErrClosed)
-// and leaves nothing behind.
+// allows it. Every failure is a *packetio.OpError (Op "open") matching a
+// sentinel: ErrNoDevice for a missing interface, ErrUnsupported for what
+// the kernel, driver or options cannot give, ErrPermission without the
+// privileges; it leaves nothing behind.
 func Open(ifname string, opts ...Option) (*Device, error) {
 	var c config
 	for _, o := range opts {
@@ -42,7 +47,9 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 			o(&c)
 		}
 	}
-	fail := func(err error) (*Device, error) { return nil, fmt.Errorf("afxdp %s: %w", ifname, err) }
+	fail := func(err error) (*Device, error) {
+		return nil, packetio.NewOpError("open", backendName, ifname, packetio.NoQueue, err)
+	}
 	if !c.steeringSet {
 		return fail(fmt.Errorf("%w: no steering filter: the XDP program would take every packet on the interface from the kernel, SSH and ARP included; "+
 			"name what you want with WithSteering, or take everything on purpose with WithSteering(packetio.SteeringFilter{Promiscuous: true})", packetio.ErrUnsupported))
@@ -132,7 +139,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		}
 	}
 	d.caps = packetio.Capabilities{
-		Backend:           "afxdp",
+		Backend:           backendName,
 		ZeroCopy:          info.ZeroCopy,
 		KernelCoexistence: true,
 		MultiBuffer:       info.MultiBuffer,
@@ -208,7 +215,7 @@ func (d *Device) Close() error {
 		q.closed.Store(true)
 	}
 	if err := d.fleet.Close(); err != nil {
-		return fmt.Errorf("afxdp %s: close: %w", d.name, err)
+		return packetio.NewOpError("close", backendName, d.name, packetio.NoQueue, err)
 	}
 	return nil
 }

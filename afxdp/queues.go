@@ -28,17 +28,10 @@ var (
 	_ packetio.OffloadTransmitter = (*TxQueue)(nil)
 )
 
-func (q *TxQueue) errorf(sentinel error, format string, args ...any) error {
-	return fmt.Errorf("afxdp %s tx %d: %w: "+format, append([]any{q.d.name, q.index, sentinel}, args...)...)
-}
-
-// wrap gives a datapath error the queue's context; it already wraps a
-// packetio sentinel.
-func (q *TxQueue) wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("afxdp %s tx %d: %w", q.d.name, q.index, err)
+// opErr is the queue's error for op: a *packetio.OpError whose cause is
+// err; nil for nil.
+func (q *TxQueue) opErr(op string, err error) error {
+	return packetio.NewOpError(op, backendName, q.d.name, q.index, err)
 }
 
 // Region is the device's frame memory.
@@ -71,13 +64,13 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 // WithTxChecksumOffload it returns ErrUnsupported.
 func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "transmit")
+		return 0, q.opErr("transmit", packetio.ErrClosed)
 	}
 	if !q.d.txCsum {
-		return 0, q.errorf(packetio.ErrUnsupported, "checksum offload needs WithTxChecksumOffload")
+		return 0, q.opErr("transmit", fmt.Errorf("%w: checksum offload needs WithTxChecksumOffload", packetio.ErrUnsupported))
 	}
 	if len(offs) != len(descs) {
-		return 0, q.errorf(packetio.ErrBadLength, "%d offloads for %d descriptors", len(offs), len(descs))
+		return 0, q.opErr("transmit", fmt.Errorf("%w: %d offloads for %d descriptors", packetio.ErrBadLength, len(offs), len(descs)))
 	}
 	first := true // the Offload of a chain rides its first descriptor
 	for i, o := range offs {
@@ -86,7 +79,7 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 		first = d.Options&packetio.OptContinued == 0
 		meta := q.s.TxMeta(d)
 		if meta == nil {
-			return 0, q.errorf(packetio.ErrBadLength, "descriptor %d at %#x has no metadata room in front of it", i, d.Addr)
+			return 0, q.opErr("transmit", fmt.Errorf("%w: descriptor %d at %#x has no metadata room in front of it", packetio.ErrBadLength, i, d.Addr))
 		}
 		if o == (packetio.Offload{}) || o.Flags&packetio.OffloadNeedsCsum == 0 && !o.Segmented() {
 			clear(meta) // no request (a received frame keeps its stamp there)
@@ -94,11 +87,11 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 		}
 		switch {
 		case o.Segmented():
-			return 0, q.errorf(packetio.ErrUnsupported, "segmentation (GSO type %d): AF_XDP offloads checksums only", o.GSOType)
+			return 0, q.opErr("transmit", fmt.Errorf("%w: segmentation (GSO type %d): AF_XDP offloads checksums only", packetio.ErrUnsupported, o.GSOType))
 		case !start:
-			return 0, q.errorf(packetio.ErrBadLength, "descriptor %d: an Offload on a chain's continuation", i)
+			return 0, q.opErr("transmit", fmt.Errorf("%w: descriptor %d: an Offload on a chain's continuation", packetio.ErrBadLength, i))
 		case int(o.CsumStart)+int(o.CsumOff)+2 > int(d.Len):
-			return 0, q.errorf(packetio.ErrBadLength, "descriptor %d: checksum at %d+%d past its %d bytes", i, o.CsumStart, o.CsumOff, d.Len)
+			return 0, q.opErr("transmit", fmt.Errorf("%w: descriptor %d: checksum at %d+%d past its %d bytes", packetio.ErrBadLength, i, o.CsumStart, o.CsumOff, d.Len))
 		}
 		_ = xdp.TxMetadata{Flags: xdp.TxMetaChecksum, CsumStart: o.CsumStart, CsumOffset: o.CsumOff}.Put(meta)
 	}
@@ -108,7 +101,7 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 // Err is nil while the queue is open.
 func (q *TxQueue) Err() error {
 	if q.closed.Load() {
-		return q.errorf(packetio.ErrClosed, "closed")
+		return q.opErr("transmit", packetio.ErrClosed)
 	}
 	return nil
 }
@@ -166,20 +159,20 @@ func (q *TxQueue) gauge(f func() int) int {
 // SendFunc completes, allocates, builds and transmits in one call.
 func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "send")
+		return 0, q.opErr("send", packetio.ErrClosed)
 	}
 	n, err := q.s.SendFunc(count, build)
-	return n, q.wrap(err)
+	return n, q.opErr("send", err)
 }
 
 // Stats returns the queue's counters.
 func (q *TxQueue) Stats() (packetio.TxStats, error) {
 	if q.closed.Load() {
-		return packetio.TxStats{}, q.errorf(packetio.ErrClosed, "stats")
+		return packetio.TxStats{}, q.opErr("tx stats", packetio.ErrClosed)
 	}
 	st, err := q.s.Stats()
 	if err != nil {
-		return packetio.TxStats{}, q.wrap(err)
+		return packetio.TxStats{}, q.opErr("tx stats", err)
 	}
 	k := st.Kernel
 	return packetio.TxStats{
@@ -229,8 +222,10 @@ var (
 	_ packetio.TimestampReceiver = (*RxQueue)(nil)
 )
 
-func (q *RxQueue) errorf(sentinel error, format string, args ...any) error {
-	return fmt.Errorf("afxdp %s rx %d: %w: "+format, append([]any{q.d.name, q.index, sentinel}, args...)...)
+// opErr is the queue's error for op: a *packetio.OpError whose cause is
+// err; nil for nil.
+func (q *RxQueue) opErr(op string, err error) error {
+	return packetio.NewOpError(op, backendName, q.d.name, q.index, err)
 }
 
 // Region is the device's frame memory.
@@ -254,14 +249,14 @@ func (q *RxQueue) Fill(n int) int {
 // Poll waits for packets; Close wakes it with ErrClosed.
 func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "poll")
+		return 0, q.opErr("poll", packetio.ErrClosed)
 	}
 	n, err := q.s.Poll(timeout)
 	if err != nil {
 		if errors.Is(err, packetio.ErrClosed) {
-			return 0, q.errorf(packetio.ErrClosed, "poll: closed while waiting")
+			return 0, q.opErr("poll", packetio.ErrClosed)
 		}
-		return 0, fmt.Errorf("afxdp %s rx %d: %w", q.d.name, q.index, err)
+		return 0, q.opErr("poll", err)
 	}
 	return n, nil
 }
@@ -296,7 +291,7 @@ func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
 // Err is nil while the queue is open.
 func (q *RxQueue) Err() error {
 	if q.closed.Load() {
-		return q.errorf(packetio.ErrClosed, "closed")
+		return q.opErr("receive", packetio.ErrClosed)
 	}
 	return nil
 }
@@ -328,11 +323,11 @@ func (q *RxQueue) gauge(f func() int) int {
 // Stats returns the queue's counters, with the kernel's drops.
 func (q *RxQueue) Stats() (packetio.RxStats, error) {
 	if q.closed.Load() {
-		return packetio.RxStats{}, q.errorf(packetio.ErrClosed, "stats")
+		return packetio.RxStats{}, q.opErr("rx stats", packetio.ErrClosed)
 	}
 	st, err := q.s.Stats()
 	if err != nil {
-		return packetio.RxStats{}, fmt.Errorf("afxdp %s rx %d: %w", q.d.name, q.index, err)
+		return packetio.RxStats{}, q.opErr("rx stats", err)
 	}
 	k := st.Kernel
 	return packetio.RxStats{

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp/internal/netdev"
 )
 
@@ -19,11 +20,11 @@ type XSKFeatures = netdev.Features
 func QueryXSKFeatures(ifname string) (XSKFeatures, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return XSKFeatures{}, fmt.Errorf("xdp: %w", err)
+		return XSKFeatures{}, packetio.NewOpError("features", "afxdp", ifname, packetio.NoQueue, fmt.Errorf("%w: %w", packetio.ErrNoDevice, err))
 	}
 	f, err := netdev.Query(ifi.Index)
 	if err != nil {
-		return XSKFeatures{}, fmt.Errorf("xdp %s: %w", ifname, err)
+		return XSKFeatures{}, packetio.NewOpError("features", "afxdp", ifname, packetio.NoQueue, err)
 	}
 	return f, nil
 }

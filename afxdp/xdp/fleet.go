@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
 )
 
@@ -88,7 +89,7 @@ func Open(ifname string, opts ...Option) (*Fleet, error) {
 	c := newConfig(opts)
 	f, err := open(ifname, c)
 	if err != nil {
-		return nil, fmt.Errorf("xdp %s: %w", ifname, err)
+		return nil, packetio.NewOpError("open", "afxdp", ifname, packetio.NoQueue, err)
 	}
 	openFleets.Store(f, struct{}{})
 	return f, nil
@@ -105,7 +106,7 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	}
 	lk, err := netlink.LinkByName(ifname)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no interface %q in this network namespace: %w", ErrUnsupported, ifname, err)
+		return nil, fmt.Errorf("%w: no interface %q in this network namespace: %w", packetio.ErrNoDevice, ifname, err)
 	}
 	attrs := lk.Attrs()
 	f = &Fleet{ifname: ifname, ifindex: attrs.Index}
@@ -134,7 +135,7 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	nq := total
 	if c.queues > 0 {
 		if c.queues > total {
-			return nil, fmt.Errorf("%w: WithQueues(%d), but %s has %d receive queues", ErrUnsupported, c.queues, ifname, total)
+			return nil, fmt.Errorf("%w: WithQueues(%d), but %s has %d receive queues", packetio.ErrInvalid, c.queues, ifname, total)
 		}
 		nq = c.queues
 	}

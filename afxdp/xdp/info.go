@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
 )
 
@@ -138,7 +139,7 @@ func (f *Fleet) Info() (Info, error) {
 	f.closeMu.Lock()
 	defer f.closeMu.Unlock()
 	if f.closed {
-		return Info{}, fmt.Errorf("xdp %s: info: %w", f.ifname, ErrClosed)
+		return Info{}, packetio.NewOpError("info", "afxdp", f.ifname, packetio.NoQueue, ErrClosed)
 	}
 	in := f.info
 	in.Tuning = f.tuning.changes()
@@ -176,7 +177,7 @@ func (f *Fleet) Stats() (FleetStats, error) {
 	f.closeMu.Lock()
 	defer f.closeMu.Unlock()
 	if f.closed {
-		return FleetStats{}, fmt.Errorf("xdp %s: stats: %w", f.ifname, ErrClosed)
+		return FleetStats{}, packetio.NewOpError("stats", "afxdp", f.ifname, packetio.NoQueue, ErrClosed)
 	}
 	fs := FleetStats{Queues: len(f.sockets)}
 	for _, s := range f.sockets {

@@ -273,7 +273,8 @@ type socketGeometry struct {
 	txHeadroom                     int // TxMetadataLen with WithTxMetadata
 }
 
-// geometry fills defaults and refuses what cannot work. Every error wraps
+// geometry fills defaults and refuses what cannot work: a value out of
+// range with packetio.ErrInvalid, options that cannot combine with
 // packetio.ErrUnsupported.
 func (c *config) geometry() (socketGeometry, error) {
 	g := socketGeometry{frameSize: DefaultFrameSize, numFrames: DefaultNumFrames,
@@ -312,7 +313,10 @@ func (c *config) geometry() (socketGeometry, error) {
 		}
 	}
 	bad := func(format string, args ...any) (socketGeometry, error) {
-		return socketGeometry{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrUnsupported}, args...)...)
+		return socketGeometry{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
+	}
+	cannot := func(format string) (socketGeometry, error) {
+		return socketGeometry{}, fmt.Errorf("%w: %s", packetio.ErrUnsupported, format)
 	}
 	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
@@ -335,9 +339,9 @@ func (c *config) geometry() (socketGeometry, error) {
 	case g.rx != 0 && g.fill > g.numFrames-g.txFrames:
 		return bad("fill ring %d is larger than the %d receive frames: it could never be filled (use WithRingSizes or more frames)", g.fill, g.numFrames-g.txFrames)
 	case c.reuseRx && c.multiBuf:
-		return bad("WithTxReuseRxFrames cannot combine with WithMultiBuffer: a completed chain's frames cannot be told apart by address")
+		return cannot("WithTxReuseRxFrames cannot combine with WithMultiBuffer: a completed chain's frames cannot be told apart by address")
 	case c.reuseRx && c.txMeta:
-		return bad("WithTxReuseRxFrames cannot combine with WithTxMetadata: a received frame has no room for metadata in front of it")
+		return cannot("WithTxReuseRxFrames cannot combine with WithTxMetadata: a received frame has no room for metadata in front of it")
 	case c.busyUsecs < 0 || c.busyBudget < 0:
 		return bad("negative busy-poll settings")
 	case c.extra < 0:

@@ -54,7 +54,7 @@ func (s *Socket) NeedsWakeupRx() bool {
 // new fill entries and drops everything. Counted in Stats().RxKicks.
 func (s *Socket) WakeupRx() error {
 	if !s.enterRx() {
-		return s.closedErr("wake rx")
+		return s.opErr("wake rx", ErrClosed)
 	}
 	defer s.exitRx()
 	s.r.st.rxKicks.Add(1)
@@ -62,7 +62,7 @@ func (s *Socket) WakeupRx() error {
 	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY:
 		return nil
 	default:
-		return fmt.Errorf("xdp queue %d: wake rx: %w", s.queue, e)
+		return s.opErr("wake rx", e)
 	}
 }
 
@@ -108,10 +108,10 @@ func (s *Socket) FreeRxFrames() int {
 // ErrClosed.
 func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if s.r.ring.ents == nil {
-		return 0, fmt.Errorf("xdp queue %d: poll: the socket has no receive ring: %w", s.queue, ErrUnsupported)
+		return 0, s.opErr("poll", fmt.Errorf("the socket has no receive ring: %w", ErrUnsupported))
 	}
 	if !s.enterRx() {
-		return 0, s.closedErr("poll")
+		return 0, s.opErr("poll", ErrClosed)
 	}
 	defer s.exitRx()
 	s.maybePin()
@@ -142,12 +142,12 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("xdp queue %d: poll: %w", s.queue, err)
+			return 0, s.opErr("poll", err)
 		}
 		break
 	}
 	if fds[1].Revents != 0 || s.closing.Load() {
-		return 0, s.closedErr("poll")
+		return 0, s.opErr("poll", ErrClosed)
 	}
 	return int(s.r.ring.ready()), nil
 }

@@ -3,6 +3,7 @@ package xdp
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,7 @@ var (
 type Socket struct {
 	fd, efd        int
 	ifindex, queue int
+	ifname         string // for errors
 	umem           *umem
 	frameSize      int
 	first, count   int // the frames this socket owns, by index in the UMEM
@@ -164,7 +166,7 @@ func NewSocket(ifindex, queueID int, opts ...Option) (*Socket, error) {
 	c := newConfig(opts)
 	g, err := c.geometry()
 	if err != nil {
-		return nil, fmt.Errorf("xdp: %w", err)
+		return nil, packetio.NewOpError("open", "afxdp", ifaceName(ifindex), queueID, err)
 	}
 	flags := uint16(0)
 	switch c.mode {
@@ -185,7 +187,7 @@ func NewSocket(ifindex, queueID int, opts ...Option) (*Socket, error) {
 // openSocket brings a socket up; every step is undone if a later one fails.
 func openSocket(sp socketSpec) (s *Socket, err error) {
 	g, c := sp.geo, sp.cfg
-	s = &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, queue: sp.queue, frameSize: g.frameSize,
+	s = &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, ifname: ifaceName(sp.ifindex), queue: sp.queue, frameSize: g.frameSize,
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
 		multiBuffer: c.multiBuf, stamps: c.stamps, txMeta: c.txMeta, reuseRx: c.reuseRx,
 		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1}
@@ -313,6 +315,15 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 	}
 	s.t.kickRetryBound = g.tx/s.t.budget + 8
 	return s, nil
+}
+
+// ifaceName is the name of the interface with index ifindex, for errors;
+// empty when it has none (any more).
+func ifaceName(ifindex int) string {
+	if ifi, err := net.InterfaceByIndex(ifindex); err == nil {
+		return ifi.Name
+	}
+	return ""
 }
 
 // bindBusyWait bounds how long bind waits for a queue a closed socket
@@ -474,6 +485,9 @@ func (s *Socket) teardown() {
 	runtime.KeepAlive(s)
 }
 
-func (s *Socket) closedErr(op string) error {
-	return fmt.Errorf("xdp queue %d: %s: %w", s.queue, op, ErrClosed)
+// opErr is the socket's error for op: a *packetio.OpError naming the
+// interface and queue, whose cause is err (which matches a sentinel, or
+// carries an errno packetio.Classify maps to one).
+func (s *Socket) opErr(op string, err error) error {
+	return packetio.NewOpError(op, "afxdp", s.ifname, s.queue, err)
 }

@@ -102,7 +102,7 @@ func (s Stats) String() string {
 // goroutine.
 func (s *Socket) Stats() (Stats, error) {
 	if !s.enter() {
-		return Stats{}, s.closedErr("stats")
+		return Stats{}, s.opErr("stats", ErrClosed)
 	}
 	defer s.exit()
 	r, t := &s.r.st, &s.t.st
@@ -119,7 +119,7 @@ func (s *Socket) Stats() (Stats, error) {
 	}
 	k, err := kernelStatistics(s.fd)
 	if err != nil {
-		return st, fmt.Errorf("xdp queue %d: XDP_STATISTICS: %w", s.queue, err)
+		return st, s.opErr("stats", fmt.Errorf("XDP_STATISTICS: %w", err))
 	}
 	st.Kernel = KernelStats{RxDropped: k.Rx_dropped, RxInvalidDescs: k.Rx_invalid_descs, TxInvalidDescs: k.Tx_invalid_descs,
 		RxRingFull: k.Rx_ring_full, RxFillRingEmpty: k.Rx_fill_ring_empty_descs, TxRingEmpty: k.Tx_ring_empty_descs}

@@ -210,7 +210,7 @@ func (s *Socket) kickFull() {
 // nothing drains the ring otherwise.
 func (s *Socket) Kick() error {
 	if s.t.ring.ents == nil || !s.enterTx() {
-		return s.closedErr("kick")
+		return s.opErr("kick", ErrClosed)
 	}
 	defer s.exitTx()
 	return s.kick()
@@ -221,7 +221,7 @@ func (s *Socket) Kick() error {
 // system call per batch of batches.
 func (s *Socket) KickIfNeeded() error {
 	if s.t.ring.ents == nil || !s.enterTx() {
-		return s.closedErr("kick")
+		return s.opErr("kick", ErrClosed)
 	}
 	defer s.exitTx()
 	if s.t.ring.outstanding() == 0 {
@@ -262,7 +262,7 @@ func (s *Socket) kick() error {
 			return nil
 		default:
 			s.t.st.kickErrors.Add(1)
-			return fmt.Errorf("xdp queue %d: kick: %w", s.queue, e)
+			return s.opErr("kick", e)
 		}
 	}
 }
@@ -390,10 +390,10 @@ func (s *Socket) SendFuncNoKick(count int, build func(i int, frame []byte) int) 
 
 func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt bool) (int, error) {
 	if s.t.ring.ents == nil {
-		return 0, fmt.Errorf("xdp queue %d: send: the socket has no transmit ring: %w", s.queue, ErrUnsupported)
+		return 0, s.opErr("send", fmt.Errorf("the socket has no transmit ring: %w", ErrUnsupported))
 	}
 	if !s.enterTx() {
-		return 0, s.closedErr("send")
+		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
 	if count <= 0 {
@@ -422,7 +422,7 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 		}
 		if l < 0 || l > len(frame) {
 			s.free(descs)
-			return 0, fmt.Errorf("xdp queue %d: build returned length %d for a %d-byte frame: %w", s.queue, l, len(frame), ErrBadLength)
+			return 0, s.opErr("send", fmt.Errorf("build returned length %d for a %d-byte frame: %w", l, len(frame), ErrBadLength))
 		}
 		descs[i].Len = uint32(l)
 	}
@@ -447,17 +447,17 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 // split into a chain).
 func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
 	if s.t.ring.ents == nil {
-		return 0, fmt.Errorf("xdp queue %d: send: the socket has no transmit ring: %w", s.queue, ErrUnsupported)
+		return 0, s.opErr("send", fmt.Errorf("the socket has no transmit ring: %w", ErrUnsupported))
 	}
 	room := s.frameSize - int(s.txHeadroom)
 	for i, p := range payloads {
 		switch {
 		case len(p) == 0:
-			return 0, fmt.Errorf("xdp queue %d: payload %d is empty: %w", s.queue, i, ErrBadLength)
+			return 0, s.opErr("send", fmt.Errorf("payload %d is empty: %w", i, ErrBadLength))
 		case !s.multiBuffer && len(p) > room:
-			return 0, fmt.Errorf("xdp queue %d: payload %d is %d bytes, a frame holds %d (WithMultiBuffer splits it): %w", s.queue, i, len(p), room, ErrBadLength)
+			return 0, s.opErr("send", fmt.Errorf("payload %d is %d bytes, a frame holds %d (WithMultiBuffer splits it): %w", i, len(p), room, ErrBadLength))
 		case s.multiBuffer && len(p) > room*maxTxSegs:
-			return 0, fmt.Errorf("xdp queue %d: payload %d is %d bytes, more than %d frames of %d: %w", s.queue, i, len(p), maxTxSegs, room, ErrBadLength)
+			return 0, s.opErr("send", fmt.Errorf("payload %d is %d bytes, more than %d frames of %d: %w", i, len(p), maxTxSegs, room, ErrBadLength))
 		}
 	}
 	if !s.multiBuffer {
@@ -470,7 +470,7 @@ func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
 // frames, only whole chains are queued.
 func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
 	if !s.enterTx() {
-		return 0, s.closedErr("send")
+		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
 	s.complete(int(s.t.comp.size))

@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
@@ -427,13 +428,14 @@ func TestOpenRefusesAndRollsBack(t *testing.T) {
 		name string
 		opts []Option
 		want string
+		is   error
 	}{
-		{"no filter", nil, "filter.MatchAll"},
-		{"too many queues", []Option{WithFilter(filter.MatchAll()), WithQueues(2)}, "receive queues"},
-		{"zero-copy on veth", []Option{WithFilter(filter.MatchAll()), WithZeroCopy()}, "zero-copy"},
-		{"bad frame size", []Option{WithFilter(filter.MatchAll()), WithFrameSize(3000)}, "power of two"},
-		{"reuse with multi-buffer", []Option{WithFilter(filter.MatchAll()), WithTxReuseRxFrames(), WithMultiBuffer()}, "WithMultiBuffer"},
-		{"bad match", []Option{WithFilter(filter.MatchSrcIP("10.0.0.0/40"))}, "CIDR"},
+		{"no filter", nil, "filter.MatchAll", ErrUnsupported},
+		{"too many queues", []Option{WithFilter(filter.MatchAll()), WithQueues(2)}, "receive queues", packetio.ErrInvalid},
+		{"zero-copy on veth", []Option{WithFilter(filter.MatchAll()), WithZeroCopy()}, "zero-copy", ErrUnsupported},
+		{"bad frame size", []Option{WithFilter(filter.MatchAll()), WithFrameSize(3000)}, "power of two", packetio.ErrInvalid},
+		{"reuse with multi-buffer", []Option{WithFilter(filter.MatchAll()), WithTxReuseRxFrames(), WithMultiBuffer()}, "WithMultiBuffer", ErrUnsupported},
+		{"bad match", []Option{WithFilter(filter.MatchSrcIP("10.0.0.0/40"))}, "CIDR", ErrUnsupported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := p.B.Do(func() error {
@@ -443,8 +445,9 @@ func TestOpenRefusesAndRollsBack(t *testing.T) {
 				}
 				return err
 			})
-			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open: %v, want ErrUnsupported saying %q", err, tc.want)
+			var oe *packetio.OpError
+			if !errors.As(err, &oe) || oe.Op != "open" || oe.Backend != "afxdp" || oe.Iface != p.B.Link || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open: %v, want an open OpError on %s matching %v saying %q", err, p.B.Link, tc.is, tc.want)
 			}
 			if id := xdpAttached(t, p.B); id != 0 {
 				t.Fatalf("program %d left attached", id)
