@@ -132,7 +132,6 @@ func Checks() []string {
 	return names
 }
 
-
 func allocFreeRoundTrip(t *testing.T, open OpenFunc) {
 	q := device(t, open).TxQueue(0)
 	start := q.NumFreeFrames()
