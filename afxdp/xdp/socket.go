@@ -184,53 +184,90 @@ func NewSocket(ifindex, queueID int, opts ...Option) (*Socket, error) {
 	return openSocket(socketSpec{ifindex: ifindex, queue: queueID, geo: g, cfg: c, bindFlags: flags, shareFD: -1})
 }
 
-// openSocket brings a socket up; every step is undone if a later one fails.
-func openSocket(sp socketSpec) (s *Socket, err error) {
+// openSocket brings a socket up in named steps; whatever a failed step
+// and those before it set up is undone (teardown releases what exists).
+func openSocket(sp socketSpec) (*Socket, error) {
 	g, c := sp.geo, sp.cfg
-	s = &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, ifname: ifaceName(sp.ifindex), queue: sp.queue, frameSize: g.frameSize,
+	s := &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, ifname: ifaceName(sp.ifindex), queue: sp.queue, frameSize: g.frameSize,
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
 		multiBuffer: c.multiBuf, stamps: c.stamps, txMeta: c.txMeta, reuseRx: c.reuseRx,
 		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1}
-	fail := func(step string, e error) (*Socket, error) {
-		s.teardown()
-		return nil, fmt.Errorf("queue %d: %s: %w", sp.queue, step, e)
+	for _, step := range []func(socketSpec) (string, error){
+		s.openFDs,
+		s.attachUMEM,
+		s.mapAllRings,
+		s.makePools,
+		s.bind,
+		s.setSocketOptions,
+	} {
+		if what, err := step(sp); err != nil {
+			s.teardown()
+			return nil, fmt.Errorf("queue %d: %s: %w", sp.queue, what, err)
+		}
 	}
+	return s, nil
+}
 
+// openFDs makes the AF_XDP socket and the eventfd Close wakes Poll with.
+func (s *Socket) openFDs(socketSpec) (string, error) {
+	var err error
 	if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-		return fail("socket(AF_XDP) (needs CAP_NET_RAW)", err)
+		return "socket(AF_XDP) (needs CAP_NET_RAW)", err
 	}
 	if s.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
-		return fail("eventfd", err)
+		return "eventfd", err
 	}
+	return "", nil
+}
+
+// attachUMEM maps a private UMEM or takes a reference to a shared one,
+// and registers it with the socket unless the socket binds to another
+// socket's UMEM.
+func (s *Socket) attachUMEM(sp socketSpec) (string, error) {
+	g, c := sp.geo, sp.cfg
 	if sp.umem == nil {
+		var err error
 		if s.umem, err = newUMEM(g.numFrames*g.frameSize, g.frameSize, c.hugePages); err != nil {
-			return fail("umem", err)
+			return "umem", err
 		}
 	} else {
 		s.umem = sp.umem
 		s.umem.acquire()
 	}
-	if sp.shareFD < 0 {
-		var flags, metaLen uint32
-		if c.txMeta {
-			flags, metaLen = unix.XDP_UMEM_TX_METADATA_LEN|unix.XDP_UMEM_TX_SW_CSUM, TxMetadataLen
-		}
-		if err := registerUMEM(s.fd, s.umem.mem, uint32(g.frameSize), 0, flags, metaLen); err != nil {
-			if errors.Is(err, unix.EINVAL) && c.txMeta {
-				return fail("register the UMEM with transmit metadata (needs Linux 6.8)", err)
-			}
-			return fail("register the UMEM (XDP_UMEM_REG; raise RLIMIT_MEMLOCK)", err)
-		}
+	if sp.shareFD >= 0 {
+		return "", nil
 	}
-	// A socket that owns or shares across queues needs both UMEM rings,
-	// even for a direction it does not use.
-	fill, comp := g.fill, g.comp
+	var flags, metaLen uint32
+	if c.txMeta {
+		flags, metaLen = unix.XDP_UMEM_TX_METADATA_LEN|unix.XDP_UMEM_TX_SW_CSUM, TxMetadataLen
+	}
+	if err := registerUMEM(s.fd, s.umem.mem, uint32(g.frameSize), 0, flags, metaLen); err != nil {
+		if errors.Is(err, unix.EINVAL) && c.txMeta {
+			return "register the UMEM with transmit metadata (needs Linux 6.8)", err
+		}
+		return "register the UMEM (XDP_UMEM_REG; raise RLIMIT_MEMLOCK)", err
+	}
+	return "", nil
+}
+
+// umemRings are the fill and completion ring sizes: a socket that owns or
+// shares a UMEM across queues needs both, even for a direction it does not
+// use.
+func umemRings(g socketGeometry) (fill, comp int) {
+	fill, comp = g.fill, g.comp
 	if g.rx == 0 {
 		fill = 2
 	}
 	if g.tx == 0 {
 		comp = 2
 	}
+	return fill, comp
+}
+
+// mapAllRings sizes the rings the socket has and maps them.
+func (s *Socket) mapAllRings(sp socketSpec) (string, error) {
+	g := sp.geo
+	fill, comp := umemRings(g)
 	for _, r := range []struct {
 		opt  int
 		size int
@@ -245,28 +282,35 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 			continue
 		}
 		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, r.opt, r.size); err != nil {
-			return fail("set the "+r.name+" ring size", err)
+			return "set the " + r.name + " ring size", err
 		}
 	}
 	off, err := mmapOffsets(s.fd)
 	if err != nil {
-		return fail("read the ring offsets", err)
+		return "read the ring offsets", err
 	}
 	if err := s.mapRings(off, fill, comp, g); err != nil {
-		return fail("map the rings", err)
+		return "map the rings", err
 	}
+	return "", nil
+}
 
+// makePools cuts the socket's frames into a receive and a transmit pool
+// and allocates the scratch every later call reuses.
+func (s *Socket) makePools(sp socketSpec) (string, error) {
+	g := sp.geo
 	rxFrames := g.numFrames - g.txFrames
+	var err error
 	if s.r.pool, err = pool.New(sp.first, rxFrames, g.frameSize); err != nil {
-		return fail("receive pool", err)
+		return "receive pool", err
 	}
 	if s.t.pool, err = pool.New(sp.first+rxFrames, g.txFrames, g.frameSize); err != nil {
-		return fail("transmit pool", err)
+		return "transmit pool", err
 	}
 	s.r.addrs = make([]uint64, 0, max(g.fill, 64))
 	s.r.descs = make([]Desc, 0, max(g.rx, 64))
 	s.r.stamp = make([]uint64, 0, max(g.rx, 64))
-	if c.multiBuf {
+	if sp.cfg.multiBuf {
 		for i := range s.r.mbuf {
 			s.r.mbuf[i] = make([]Desc, 0, max(g.rx, 64)+maxRxSegs)
 		}
@@ -275,13 +319,17 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 	}
 	s.t.addrs = make([]uint64, 0, max(g.tx, 64))
 	s.t.descs = make([]Desc, 0, max(g.tx, 64))
+	return "", nil
+}
 
+// bind fills the fill ring, binds the socket to its queue and reads back
+// what the kernel granted.
+func (s *Socket) bind(sp socketSpec) (string, error) {
 	// Fill before bind: a zero-copy driver that binds against an empty
 	// fill ring can wedge its queue in a buffer-allocation loop (mlx5).
-	if g.rx > 0 {
-		s.Fill(g.fill)
+	if sp.geo.rx > 0 {
+		s.Fill(sp.geo.fill)
 	}
-
 	sa := &unix.SockaddrXDP{Flags: sp.bindFlags, Ifindex: uint32(sp.ifindex), QueueID: uint32(sp.queue)}
 	if sp.shareFD >= 0 {
 		// A sharing socket takes its mode from the UMEM's owner; the
@@ -289,18 +337,24 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 		sa.Flags, sa.SharedUmemFD = unix.XDP_SHARED_UMEM, uint32(sp.shareFD)
 	}
 	if err := bindRetry(s.fd, sa); err != nil {
-		return fail(fmt.Sprintf("bind (flags %#x)", sa.Flags), err)
+		return fmt.Sprintf("bind (flags %#x)", sa.Flags), err
 	}
 	if v, err := unix.GetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
 		s.zeroCopy = v&unix.XDP_OPTIONS_ZEROCOPY != 0
 	}
 	// The wake-up protocol follows the owner of a shared UMEM.
 	s.needWakeup = sp.bindFlags&unix.XDP_USE_NEED_WAKEUP != 0
+	return "", nil
+}
 
+// setSocketOptions applies busy polling when asked, and the transmit
+// budget of one kick.
+func (s *Socket) setSocketOptions(sp socketSpec) (string, error) {
+	g, c := sp.geo, sp.cfg
 	if c.busyUsecs > 0 && c.busyBudget > 0 {
 		for _, o := range [][2]int{{unix.SO_PREFER_BUSY_POLL, 1}, {unix.SO_BUSY_POLL, c.busyUsecs}, {unix.SO_BUSY_POLL_BUDGET, c.busyBudget}} {
 			if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, o[0], o[1]); err != nil {
-				return fail("busy-poll socket options (Linux 5.11+)", err)
+				return "busy-poll socket options (Linux 5.11+)", err
 			}
 		}
 	}
@@ -314,7 +368,7 @@ func openSocket(sp socketSpec) (s *Socket, err error) {
 		}
 	}
 	s.t.kickRetryBound = g.tx/s.t.budget + 8
-	return s, nil
+	return "", nil
 }
 
 // ifaceName is the name of the interface with index ifindex, for errors;
