@@ -8,6 +8,16 @@
 //
 // Decode is a pure function over the attribute bytes of a reply, so it is
 // tested on golden bytes and fuzzed; Query is the socket around it.
+//
+// # Why a second netlink library
+//
+// The rest of packetio speaks rtnetlink through github.com/vishvananda/netlink
+// (links, addresses, namespaces), which has typed calls for those and none
+// for the netdev family: a query through it would be hand-built requests
+// over its low-level nl package. This package needs the opposite, a generic
+// netlink socket with family resolution and an attribute decoder, which
+// github.com/mdlayher/netlink and genetlink are. The two never share a
+// socket, and this package is the only importer of the second.
 package netdev
 
 import (
