@@ -1,7 +1,7 @@
 #!/bin/bash
 # testpmd-compare.sh: afxdp/xdp against dpdk-testpmd over net_af_xdp on one
 # veth pair, 64-byte frames, one queue, median of RUNS runs. Run as root
-# from the module root: afxdp/xdp/scripts/testpmd-compare.sh [RUNS] [SECONDS]
+# from the module root: afxdp/scripts/testpmd-compare.sh [RUNS] [SECONDS]
 #
 # It makes two named namespaces and a veth pair of its own (pxA<pid>,
 # pxB<pid>, pxa<pid>/pxb<pid>) and deletes them on exit, whatever happens.
