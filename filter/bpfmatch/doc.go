@@ -1,5 +1,5 @@
 // Package bpfmatch turns a classic BPF program (the instruction set tcpdump
-// and libpcap compile filter expressions to) into an filter.Match: a block of
+// and libpcap compile filter expressions to) into a filter.Match: a block of
 // eBPF spliced into the AF_XDP filter program, so that a tcpdump filter
 // becomes an in-kernel steering rule. It is pure Go; the translator is our
 // own (no cbpfc, no cgo, no libpcap).

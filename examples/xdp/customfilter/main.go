@@ -1,5 +1,5 @@
 // Command customfilter opens an AF_XDP fleet whose filter is one of five
-// custom matches, each an filter.NewMatch block of hand-written eBPF in a
+// custom matches, each a filter.NewMatch block of hand-written eBPF in a
 // package beside this one, and prints what the filter takes:
 //
 //	-match vlan    vlanid.Match: the VLAN ID in the frame's outer tag
