@@ -291,8 +291,8 @@ func TestOptionsResolve(t *testing.T) {
 			t.Errorf("%s: %v, want ok=%v", c.name, err, c.ok)
 			continue
 		}
-		if err != nil && !errors.Is(err, packetio.ErrUnsupported) {
-			t.Errorf("%s: %v does not wrap ErrUnsupported", c.name, err)
+		if err != nil && !errors.Is(err, packetio.ErrInvalid) {
+			t.Errorf("%s: %v does not wrap ErrInvalid", c.name, err)
 		}
 		if err == nil && c.chk != nil && !c.chk(r) {
 			t.Errorf("%s: resolved to %+v", c.name, r)

@@ -37,11 +37,17 @@ var _ packetio.Device = (*Device)(nil)
 // makes Open fail there, to prove the rollback.
 var testHookSocket func(i int) error
 
+// backendName is the backend's name in Capabilities and errors.
+const backendName = "afpacket"
+
 // Open opens the interface named ifname with the given options (default: one
 // transmit and one receive queue, 4096 frames of 2048 bytes). It needs
 // CAP_NET_RAW and an interface that is up; it opens the interface in the
-// network namespace of the calling thread. Every failure wraps
-// packetio.ErrUnsupported and undoes what was set up.
+// network namespace of the calling thread. Every failure is a
+// *packetio.OpError (Op "open") matching a sentinel (ErrNoDevice for a
+// missing interface, ErrInvalid for a bad option or name, ErrUnsupported
+// for an interface that is down, ErrPermission without CAP_NET_RAW) and
+// undoes what was set up.
 func Open(ifname string, opts ...Option) (d *Device, err error) {
 	var c config
 	for _, o := range opts {
@@ -49,15 +55,15 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 			o(&c)
 		}
 	}
+	fail := func(format string, args ...any) error {
+		return packetio.NewOpError("open", backendName, ifname, packetio.NoQueue, fmt.Errorf(format, args...))
+	}
 	cfg, err := c.resolve()
 	if err != nil {
-		return nil, fmt.Errorf("afpacket %s: %w", ifname, err)
-	}
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("afpacket %s: %w: "+format, append([]any{ifname, packetio.ErrUnsupported}, args...)...)
+		return nil, fail("%w", err)
 	}
 	if ifname == "" || len(ifname) >= unix.IFNAMSIZ {
-		return nil, fail("bad interface name %q", ifname)
+		return nil, fail("%w: bad interface name %q", packetio.ErrInvalid, ifname)
 	}
 	d = &Device{name: ifname, cfg: cfg}
 	dev := d // the named result is nil by the time the deferred cleanup runs
@@ -125,7 +131,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 	}
 
 	d.caps = packetio.Capabilities{
-		Backend:           "afpacket",
+		Backend:           backendName,
 		KernelCoexistence: true,
 		MultiBuffer:       cfg.multiBuffer,
 		RSS:               cfg.rxQueues > 1,

@@ -23,8 +23,8 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// Every refusal wraps ErrUnsupported, names the interface, and leaves no
-// socket, eventfd or mapping behind.
+// Every refusal is an open OpError naming the interface and matching the
+// sentinel of its cause, and leaves no socket, eventfd or mapping behind.
 func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 	pair := netns.New(t)
 	t.Cleanup(func() { testHookSocket = nil })
@@ -34,11 +34,12 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 		ifname string
 		setup  func() error
 		opts   []Option
+		is     error
 	}{
-		{"no such interface", "nosuch0", nil, nil},
-		{"empty name", "", nil, nil},
-		{"name too long", "abcdefghijklmnopq", nil, nil},
-		{"bad option", pair.A.Link, nil, []Option{WithFrameSize(1000)}},
+		{"no such interface", "nosuch0", nil, nil, packetio.ErrNoDevice},
+		{"empty name", "", nil, nil, packetio.ErrInvalid},
+		{"name too long", "abcdefghijklmnopq", nil, nil, packetio.ErrInvalid},
+		{"bad option", pair.A.Link, nil, []Option{WithFrameSize(1000)}, packetio.ErrInvalid},
 		{"late failure, after sockets and rings", pair.A.Link, func() error {
 			testHookSocket = func(i int) error {
 				if i == 2 {
@@ -47,7 +48,7 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 				return nil
 			}
 			return nil
-		}, []Option{WithQueues(4), WithFrames(256)}},
+		}, []Option{WithQueues(4), WithFrames(256)}, packetio.ErrSetup},
 		{"late failure, after TPACKET_V2 rings", pair.A.Link, func() error {
 			testHookSocket = func(i int) error {
 				if i == 2 {
@@ -56,7 +57,7 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 				return nil
 			}
 			return nil
-		}, []Option{WithLowLatency(), WithQueues(4), WithFrames(256)}},
+		}, []Option{WithLowLatency(), WithQueues(4), WithFrames(256)}, packetio.ErrSetup},
 		{"interface down", pair.A.Link, func() error {
 			testHookSocket = nil
 			l, err := netlink.LinkByName(pair.A.Link)
@@ -64,7 +65,7 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 				return err
 			}
 			return netlink.LinkSetDown(l)
-		}, nil},
+		}, nil, packetio.ErrUnsupported},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var d *Device
@@ -82,8 +83,12 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 				d.Close()
 				t.Fatal("opened")
 			}
-			if !errors.Is(err, packetio.ErrUnsupported) {
-				t.Fatalf("%v does not wrap ErrUnsupported", err)
+			var oe *packetio.OpError
+			if !errors.As(err, &oe) || oe.Op != "open" || oe.Backend != "afpacket" || oe.Iface != c.ifname || oe.Queue != packetio.NoQueue {
+				t.Fatalf("%v (%T) is not an open OpError on %q", err, err, c.ifname)
+			}
+			if !errors.Is(err, c.is) {
+				t.Fatalf("%v does not match %v", err, c.is)
 			}
 			t.Logf("%v", err)
 			if n := openFDs(t); n != before {

@@ -162,7 +162,7 @@ func (c config) resolve() (resolved, error) {
 		r.blockSize = c.blockSize
 	}
 	bad := func(format string, args ...any) (resolved, error) {
-		return resolved{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrUnsupported}, args...)...)
+		return resolved{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
 	}
 	switch {
 	case r.txQueues < 0 || r.rxQueues < 0:

@@ -79,8 +79,10 @@ func newRxQueue(dev *Device, index int, s *sock, efd int, reg *region, p *pool.F
 	return q
 }
 
-func (q *RxQueue) errorf(sentinel error, format string, args ...any) error {
-	return fmt.Errorf("afpacket %s rx %d: %w: "+format, append([]any{q.dev.name, q.index, sentinel}, args...)...)
+// errorf is the queue's error for op: a *packetio.OpError whose cause
+// matches sentinel and says what happened.
+func (q *RxQueue) errorf(op string, sentinel error, format string, args ...any) error {
+	return packetio.NewOpError(op, backendName, q.dev.name, q.index, fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...))
 }
 
 // Region is the device's frame region.
@@ -107,7 +109,7 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "poll")
+		return 0, q.errorf("poll", packetio.ErrClosed, "poll")
 	}
 	q.polls.Add(1)
 	if n := q.ready(); n > 0 || timeout == 0 {
@@ -131,10 +133,10 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 		}
 		_, err := unix.Poll(q.pfds[:], ms)
 		if err != nil && err != unix.EINTR {
-			return 0, q.errorf(packetio.ErrQueueFailed, "poll: %v", err)
+			return 0, q.errorf("poll", packetio.ErrQueueFailed, "poll: %v", err)
 		}
 		if q.closed.Load() || q.pfds[1].Revents != 0 {
-			return 0, q.errorf(packetio.ErrClosed, "closed while polling")
+			return 0, q.errorf("poll", packetio.ErrClosed, "closed while polling")
 		}
 		if re := q.pfds[0].Revents; re&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 || q.linkErr {
 			q.linkErr = true
@@ -194,7 +196,7 @@ func (q *RxQueue) checkSocket() error {
 	_, _ = unix.GetsockoptInt(q.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	if !q.dev.interfaceAlive(q.fd) {
 		q.failed.Store(true)
-		return q.errorf(packetio.ErrQueueFailed, "interface gone")
+		return q.errorf("poll", packetio.ErrDeviceGone, "interface gone")
 	}
 	return nil
 }
@@ -370,10 +372,10 @@ func (q *RxQueue) spread(p *packet, fl, k int, wantStamps, wantOffs bool) {
 // interface has gone, and wraps ErrClosed after Close.
 func (q *RxQueue) Err() error {
 	if q.closed.Load() {
-		return q.errorf(packetio.ErrClosed, "queue closed")
+		return q.errorf("receive", packetio.ErrClosed, "queue closed")
 	}
 	if q.failed.Load() {
-		return q.errorf(packetio.ErrQueueFailed, "interface gone")
+		return q.errorf("receive", packetio.ErrDeviceGone, "interface gone")
 	}
 	return nil
 }

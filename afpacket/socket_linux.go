@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio"
 )
 
 // retireTimeoutMs is how long the kernel keeps a partly filled block before
@@ -38,10 +40,10 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 func interfaceIndex(fd int, name string) (int, error) {
 	ifr, err := unix.NewIfreq(name)
 	if err != nil {
-		return 0, fmt.Errorf("bad interface name: %w", err)
+		return 0, fmt.Errorf("%w: bad interface name: %w", packetio.ErrInvalid, err)
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, fmt.Errorf("no such interface: %w", err)
+		return 0, fmt.Errorf("%w: no such interface: %w", packetio.ErrNoDevice, err)
 	}
 	index := int(ifr.Uint32())
 	ifr, _ = unix.NewIfreq(name)
@@ -49,7 +51,7 @@ func interfaceIndex(fd int, name string) (int, error) {
 		return 0, fmt.Errorf("read flags: %w", err)
 	}
 	if ifr.Uint16()&unix.IFF_UP == 0 {
-		return 0, fmt.Errorf("interface is down (bring it up with `ip link set %s up`); a packet socket on it would never send or receive", name)
+		return 0, fmt.Errorf("%w: interface is down (bring it up with `ip link set %s up`); a packet socket on it would never send or receive", packetio.ErrUnsupported, name)
 	}
 	return index, nil
 }

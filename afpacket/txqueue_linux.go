@@ -100,8 +100,10 @@ func newTxQueue(dev *Device, index, fd int, reg *region, p *pool.Frames, vnet, m
 	return q
 }
 
-func (q *TxQueue) errorf(sentinel error, format string, args ...any) error {
-	return fmt.Errorf("afpacket %s tx %d: %w: "+format, append([]any{q.dev.name, q.index, sentinel}, args...)...)
+// errorf is the queue's error for op: a *packetio.OpError whose cause
+// matches sentinel and says what happened.
+func (q *TxQueue) errorf(op string, sentinel error, format string, args ...any) error {
+	return packetio.NewOpError(op, backendName, q.dev.name, q.index, fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...))
 }
 
 // Region is the device's frame region.
@@ -142,13 +144,13 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 // prefix with ErrBadLength. Back-pressure is a short count and a nil error.
 func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "transmit")
+		return 0, q.errorf("transmit", packetio.ErrClosed, "transmit")
 	}
 	if !q.vnet {
-		return 0, q.errorf(packetio.ErrUnsupported, "TransmitOffload needs a device opened WithGSO")
+		return 0, q.errorf("transmit", packetio.ErrUnsupported, "TransmitOffload needs a device opened WithGSO")
 	}
 	if len(offs) != len(descs) {
-		return 0, q.errorf(packetio.ErrBadLength, "%d offloads for %d descriptors", len(offs), len(descs))
+		return 0, q.errorf("transmit", packetio.ErrBadLength, "%d offloads for %d descriptors", len(offs), len(descs))
 	}
 	return q.transmit(descs, offs)
 }
@@ -158,7 +160,7 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 // back-pressure or at a full pending list (short count, nil error).
 func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "transmit")
+		return 0, q.errorf("transmit", packetio.ErrClosed, "transmit")
 	}
 	if q.failed.Load() {
 		return 0, q.Err()
@@ -183,7 +185,7 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 		for ; k < chunk; k++ {
 			d := descs[total+k]
 			if !q.reg.descOK(d) {
-				err = q.errorf(packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", total+k, d.Addr, d.Len)
+				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", total+k, d.Addr, d.Len)
 				break
 			}
 			iov := &q.iovs[k*q.niov+q.niov-1]
@@ -194,7 +196,7 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 				if offs != nil {
 					o = offs[total+k]
 					if e := checkOffload(o, int(d.Len)); e != nil {
-						err = q.errorf(packetio.ErrBadLength, "descriptor %d: %v", total+k, e)
+						err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: %v", total+k, e)
 						break
 					}
 				}
@@ -248,13 +250,13 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 				end++
 			}
 			if end == len(descs) {
-				err = q.errorf(packetio.ErrBadLength, "descriptor %d: chain runs off the end of the batch", at)
+				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: chain runs off the end of the batch", at)
 				break
 			}
 			end++
 			frames := end - at
 			if frames > maxGatherSegs {
-				err = q.errorf(packetio.ErrBadLength, "descriptor %d: chain of %d frames, at most %d", at, frames, maxGatherSegs)
+				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: chain of %d frames, at most %d", at, frames, maxGatherSegs)
 				break
 			}
 			if frames > maxPending-q.count-(at-total) {
@@ -271,11 +273,11 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 			plen := 0
 			for i := at; i < end; i++ {
 				if !q.reg.descOK(descs[i]) {
-					err = q.errorf(packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", i, descs[i].Addr, descs[i].Len)
+					err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", i, descs[i].Addr, descs[i].Len)
 					break
 				}
 				if offs != nil && i > at && offs[i] != (packetio.Offload{}) {
-					err = q.errorf(packetio.ErrBadLength, "descriptor %d: offload on a continuation frame", i)
+					err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: offload on a continuation frame", i)
 					break
 				}
 				plen += int(descs[i].Len)
@@ -289,7 +291,7 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 				if offs != nil {
 					o = offs[at]
 					if e := checkOffload(o, plen); e != nil {
-						err = q.errorf(packetio.ErrBadLength, "descriptor %d: %v", at, e)
+						err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: %v", at, e)
 						break
 					}
 				}
@@ -385,16 +387,16 @@ func (q *TxQueue) sendAll(n int) (int, uint64) {
 // pending list.
 func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Offload) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "transmit gather")
+		return 0, q.errorf("transmit", packetio.ErrClosed, "transmit gather")
 	}
 	if len(counts) == 0 {
 		return 0, nil
 	}
 	if offs != nil && len(offs) != len(counts) {
-		return 0, q.errorf(packetio.ErrBadLength, "%d offloads for %d packets", len(offs), len(counts))
+		return 0, q.errorf("transmit", packetio.ErrBadLength, "%d offloads for %d packets", len(offs), len(counts))
 	}
 	if offs != nil && !q.vnet {
-		return 0, q.errorf(packetio.ErrUnsupported, "gather offloads need a device opened WithGSO")
+		return 0, q.errorf("transmit", packetio.ErrUnsupported, "gather offloads need a device opened WithGSO")
 	}
 	if q.failed.Load() {
 		return 0, q.Err()
@@ -407,11 +409,11 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 		for k < txBatch && total+k < len(counts) {
 			c := counts[total+k]
 			if c <= 0 || c > len(segs)-seg {
-				err = q.errorf(packetio.ErrBadLength, "packet %d: count %d with %d segments left", total+k, c, len(segs)-seg)
+				err = q.errorf("transmit", packetio.ErrBadLength, "packet %d: count %d with %d segments left", total+k, c, len(segs)-seg)
 				break
 			}
 			if c > maxGatherSegs {
-				err = q.errorf(packetio.ErrBadLength, "packet %d: %d segments, at most %d", total+k, c, maxGatherSegs)
+				err = q.errorf("transmit", packetio.ErrBadLength, "packet %d: %d segments, at most %d", total+k, c, maxGatherSegs)
 				break
 			}
 			need := c
@@ -424,7 +426,7 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 			plen := 0
 			for _, s := range segs[seg : seg+c] {
 				if len(s) == 0 {
-					err = q.errorf(packetio.ErrBadLength, "packet %d: empty segment", total+k)
+					err = q.errorf("transmit", packetio.ErrBadLength, "packet %d: empty segment", total+k)
 					break
 				}
 				plen += len(s)
@@ -438,7 +440,7 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 				if offs != nil {
 					o = offs[total+k]
 					if e := checkOffload(o, plen); e != nil {
-						err = q.errorf(packetio.ErrBadLength, "packet %d: %v", total+k, e)
+						err = q.errorf("transmit", packetio.ErrBadLength, "packet %d: %v", total+k, e)
 						break
 					}
 				}
@@ -485,10 +487,10 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 // interface has gone, and wraps ErrClosed after Close.
 func (q *TxQueue) Err() error {
 	if q.closed.Load() {
-		return q.errorf(packetio.ErrClosed, "queue closed")
+		return q.errorf("transmit", packetio.ErrClosed, "queue closed")
 	}
 	if q.failed.Load() {
-		return q.errorf(packetio.ErrQueueFailed, "interface gone (%v)", unix.Errno(q.lastErrno.Load()))
+		return q.errorf("transmit", packetio.ErrDeviceGone, "interface gone (%v)", unix.Errno(q.lastErrno.Load()))
 	}
 	return nil
 }
@@ -558,7 +560,7 @@ func (q *TxQueue) NumFreeFrames() int { return q.pool.Len() }
 // the frame abandons it (every frame back to the pool, 0 and ErrBadLength).
 func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errorf(packetio.ErrClosed, "send")
+		return 0, q.errorf("send", packetio.ErrClosed, "send")
 	}
 	q.Complete(count + q.count)
 	descs := q.Alloc(count)
@@ -571,7 +573,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		}
 		if n < 0 || n > len(f) {
 			q.Free(descs)
-			return 0, q.errorf(packetio.ErrBadLength, "build returned %d for frame %d of %d bytes", n, i, len(f))
+			return 0, q.errorf("send", packetio.ErrBadLength, "build returned %d for frame %d of %d bytes", n, i, len(f))
 		}
 		descs[i].Len = uint32(n)
 		built++
