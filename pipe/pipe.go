@@ -104,7 +104,7 @@ func New(opts ...Option) (a, b packetio.Device, err error) {
 		o(&c)
 	}
 	if err := c.check(); err != nil {
-		return nil, nil, err
+		return nil, nil, packetio.NewOpError("open", backendName, "", packetio.NoQueue, err)
 	}
 	da, err := newDevice("pipe-a", &c)
 	if err != nil {
@@ -128,15 +128,15 @@ func (c *config) check() error {
 	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
 	case c.queues < 1 || c.queues > maxQueues:
-		return fmt.Errorf("pipe: %d queues, want 1 to %d: %w", c.queues, maxQueues, packetio.ErrUnsupported)
+		return fmt.Errorf("%w: %d queues, want 1 to %d", packetio.ErrInvalid, c.queues, maxQueues)
 	case !pow2(c.frameSize) || c.frameSize < 128 || c.frameSize > 65536:
-		return fmt.Errorf("pipe: frame size %d, want a power of two from 128 to 65536: %w", c.frameSize, packetio.ErrUnsupported)
+		return fmt.Errorf("%w: frame size %d, want a power of two from 128 to 65536", packetio.ErrInvalid, c.frameSize)
 	case !pow2(c.ringSize) || c.ringSize > 1<<16:
-		return fmt.Errorf("pipe: ring size %d, want a power of two up to 65536: %w", c.ringSize, packetio.ErrUnsupported)
+		return fmt.Errorf("%w: ring size %d, want a power of two up to 65536", packetio.ErrInvalid, c.ringSize)
 	case c.frames < 2*c.queues:
-		return fmt.Errorf("pipe: %d frames cannot give each of %d queues one per direction: %w", c.frames, c.queues, packetio.ErrUnsupported)
+		return fmt.Errorf("%w: %d frames cannot give each of %d queues one per direction", packetio.ErrInvalid, c.frames, c.queues)
 	case c.frames > 1<<20:
-		return fmt.Errorf("pipe: %d frames, at most %d: %w", c.frames, 1<<20, packetio.ErrUnsupported)
+		return fmt.Errorf("%w: %d frames, at most %d", packetio.ErrInvalid, c.frames, 1<<20)
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func newDevice(name string, c *config) (*Device, error) {
 		}
 		p, err := pool.New(first, count, c.frameSize)
 		if err != nil {
-			return nil, fmt.Errorf("pipe: %w", err)
+			return nil, packetio.NewOpError("open", backendName, name, packetio.NoQueue, err)
 		}
 		first += count
 		if i < c.queues {
@@ -181,7 +181,7 @@ func (d *Device) rxLane(i int) *rxQueue {
 // back, blocking Poll, a copy on the wire.
 func (d *Device) Capabilities() packetio.Capabilities {
 	return packetio.Capabilities{
-		Backend:         "pipe",
+		Backend:         backendName,
 		BlockingPoll:    true,
 		SharedRegion:    true,
 		HandsBackFrames: true,
@@ -225,6 +225,11 @@ func (d *Device) Close() error {
 // String names the end, for logs.
 func (d *Device) String() string { return d.name }
 
-func (d *Device) errClosed(dir string, i int) error {
-	return fmt.Errorf("pipe %s %s queue %d: %w", d.name, dir, i, packetio.ErrClosed)
+// opErr is the error of op on queue i: a *packetio.OpError whose cause is
+// err.
+func (d *Device) opErr(op string, i int, err error) error {
+	return packetio.NewOpError(op, backendName, d.name, i, err)
 }
+
+// backendName is the backend's name in Capabilities and errors.
+const backendName = "pipe"

@@ -42,8 +42,10 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		pipe.WithQueues(0), pipe.WithQueues(65), pipe.WithFrameSize(3000), pipe.WithFrameSize(64),
 		pipe.WithRingSize(100), pipe.WithFrames(1), pipe.WithFrames(1 << 21),
 	} {
-		if _, _, err := pipe.New(o); !errors.Is(err, packetio.ErrUnsupported) {
-			t.Errorf("New accepted a bad option: %v", err)
+		_, _, err := pipe.New(o)
+		var oe *packetio.OpError
+		if !errors.As(err, &oe) || oe.Op != "open" || oe.Backend != "pipe" || !errors.Is(err, packetio.ErrInvalid) {
+			t.Errorf("New with a bad option: %v, want an open OpError matching ErrInvalid", err)
 		}
 	}
 }

@@ -66,7 +66,7 @@ func (q *rxQueue) Poll(timeout time.Duration) (int, error) {
 	q.polls.Add(1)
 	for {
 		if q.dev.closed.Load() {
-			return 0, q.dev.errClosed("rx", q.idx)
+			return 0, q.dev.opErr("poll", q.idx, packetio.ErrClosed)
 		}
 		if n := q.ring.ready(); n > 0 || timeout == 0 {
 			return n, nil
@@ -114,7 +114,7 @@ func (q *rxQueue) Receive(max int) []packetio.Desc {
 
 func (q *rxQueue) Err() error {
 	if q.dev.closed.Load() {
-		return q.dev.errClosed("rx", q.idx)
+		return q.dev.opErr("receive", q.idx, packetio.ErrClosed)
 	}
 	return nil
 }

@@ -168,7 +168,7 @@ func (q *txQueue) deliver(rx *rxQueue, frame []byte, c *wireCounts) {
 
 func (q *txQueue) Err() error {
 	if q.dev.closed.Load() {
-		return q.dev.errClosed("tx", q.idx)
+		return q.dev.opErr("transmit", q.idx, packetio.ErrClosed)
 	}
 	return nil
 }
@@ -218,7 +218,7 @@ func (q *txQueue) NumFreeFrames() int { return q.pool.Len() }
 
 func (q *txQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
 	if q.dev.closed.Load() {
-		return 0, q.dev.errClosed("tx", q.idx)
+		return 0, q.dev.opErr("send", q.idx, packetio.ErrClosed)
 	}
 	q.Complete(len(q.pending))
 	descs := q.Alloc(count)
@@ -232,7 +232,7 @@ func (q *txQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		}
 		if n < 0 || n > len(frame) {
 			q.Free(descs)
-			return 0, fmt.Errorf("pipe %s tx queue %d: build returned %d for a %d-byte frame: %w", q.dev.name, q.idx, n, len(frame), packetio.ErrBadLength)
+			return 0, q.dev.opErr("send", q.idx, fmt.Errorf("%w: build returned %d for a %d-byte frame", packetio.ErrBadLength, n, len(frame)))
 		}
 		descs[i].Len = uint32(n)
 	}
