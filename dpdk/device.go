@@ -76,19 +76,31 @@ type Device struct {
 // "net_af_packet0,iface=veth0") and starts it. The EAL is started at the
 // first Open in the process.
 func Open(name string, opts ...Option) (*Device, error) {
+	d, err := openDevice(name, opts)
+	if err != nil {
+		return nil, packetio.NewOpError("open", backendName, name, packetio.NoQueue, err)
+	}
+	return d, nil
+}
+
+// backendName is the backend's name in Capabilities and errors.
+const backendName = "dpdk"
+
+// openDevice is Open with the cause of a failure unwrapped.
+func openDevice(name string, opts []Option) (*Device, error) {
 	c := defaults()
 	for _, o := range opts {
 		o(&c)
 	}
 	if err := c.validate(); err != nil {
-		return nil, fmt.Errorf("dpdk %s: %v: %w", name, err, packetio.ErrUnsupported)
+		return nil, fmt.Errorf("%w: %w", packetio.ErrInvalid, err)
 	}
 	if name == "" || strings.ContainsRune(name, 0) {
-		return nil, fmt.Errorf("dpdk: device name %q: %w", name, packetio.ErrUnsupported)
+		return nil, fmt.Errorf("%w: device name %q", packetio.ErrInvalid, name)
 	}
 	driver := eal.DriverOf(name)
 	if !eal.IsPCI(name) && driver == "" {
-		return nil, fmt.Errorf("dpdk: %q is neither a PCI address nor a net_ virtual device: %w", name, packetio.ErrUnsupported)
+		return nil, fmt.Errorf("%w: %q is neither a PCI address nor a net_ virtual device", packetio.ErrInvalid, name)
 	}
 	if c.frameSize == 0 {
 		c.frameSize = DefaultFrameSize
@@ -106,11 +118,11 @@ func Open(name string, opts ...Option) (*Device, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := eal.Init(eal.Args{NoHuge: c.noHuge, Memory: c.memory, FilePrefix: c.filePrefix, LogLevel: c.logLevel, Extra: c.ealArgs}); err != nil {
-		return nil, fmt.Errorf("dpdk: starting the EAL: %w", err)
+		return nil, fmt.Errorf("starting the EAL: %w", err)
 	}
 	ns, err := netns.Get()
 	if err != nil {
-		return nil, fmt.Errorf("dpdk %s: reading this thread's network namespace: %w", name, err)
+		return nil, fmt.Errorf("reading this thread's network namespace: %w", err)
 	}
 	d := &Device{ns: ns}
 	ctlMu.Lock()
@@ -119,7 +131,7 @@ func Open(name string, opts ...Option) (*Device, error) {
 		if terr := d.teardown(); terr != nil {
 			err = errors.Join(err, fmt.Errorf("undoing the open: %w", terr))
 		}
-		return nil, fmt.Errorf("dpdk %s: %w", name, err)
+		return nil, err
 	}
 	return d, nil
 }
@@ -257,7 +269,7 @@ func (d *Device) open(name, driver string, c *config) error {
 		if err != nil {
 			return err
 		}
-		d.txs = append(d.txs, &TxQueue{d: d, q: q, mp: mp, pmd: pmd})
+		d.txs = append(d.txs, &TxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd})
 		first += txFrames
 	}
 	for i := 0; i < c.rxQueues; i++ {
@@ -290,7 +302,7 @@ func (d *Device) open(name, driver string, c *config) error {
 		if pair != nil {
 			pair.rx = q
 		}
-		d.rxs = append(d.rxs, &RxQueue{d: d, q: q, mp: mp, pmd: pmd, pair: pair})
+		d.rxs = append(d.rxs, &RxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd, pair: pair})
 		first += rxFrames
 	}
 	if promisc {
@@ -309,7 +321,7 @@ func (d *Device) open(name, driver string, c *config) error {
 	}
 	maxQ := min(MaxQueues, in.MaxRxQueues, in.MaxTxQueues)
 	d.caps = packetio.Capabilities{
-		Backend:           "dpdk",
+		Backend:           backendName,
 		ZeroCopy:          !strings.HasPrefix(in.Driver, "net_"),
 		KernelCoexistence: in.IfIndex != 0,
 		RSS:               c.rxQueues > 1,
@@ -400,7 +412,7 @@ func (d *Device) Close() error {
 		return d.teardown()
 	})
 	if err != nil {
-		return fmt.Errorf("dpdk %s: close: %w", d.info.Name, err)
+		return packetio.NewOpError("close", backendName, d.info.Name, packetio.NoQueue, err)
 	}
 	return nil
 }
@@ -477,11 +489,11 @@ func (d *Device) PortStats() (PortCounters, error) {
 	ctlMu.Lock()
 	defer ctlMu.Unlock()
 	if d.closed.Load() {
-		return PortCounters{}, fmt.Errorf("dpdk %s: %w", d.info.Name, packetio.ErrClosed)
+		return PortCounters{}, packetio.NewOpError("port stats", backendName, d.info.Name, packetio.NoQueue, packetio.ErrClosed)
 	}
 	s, err := eal.PortStats(d.port)
 	if err != nil {
-		return PortCounters{}, fmt.Errorf("dpdk %s: %w", d.info.Name, err)
+		return PortCounters{}, packetio.NewOpError("port stats", backendName, d.info.Name, packetio.NoQueue, err)
 	}
 	return PortCounters(s), nil
 }
@@ -492,7 +504,11 @@ func (d *Device) XStats() (map[string]uint64, error) {
 	ctlMu.Lock()
 	defer ctlMu.Unlock()
 	if d.closed.Load() {
-		return nil, fmt.Errorf("dpdk %s: %w", d.info.Name, packetio.ErrClosed)
+		return nil, packetio.NewOpError("xstats", backendName, d.info.Name, packetio.NoQueue, packetio.ErrClosed)
 	}
-	return eal.XStats(d.port)
+	x, err := eal.XStats(d.port)
+	if err != nil {
+		return nil, packetio.NewOpError("xstats", backendName, d.info.Name, packetio.NoQueue, err)
+	}
+	return x, nil
 }

@@ -59,13 +59,16 @@ func (r region) NumFrames() int {
 	return len(r.d.region.Bytes) / r.d.info.FrameSize
 }
 
-func closedErr(d *Device, what string) error {
-	return fmt.Errorf("dpdk %s %s: %w", d.info.Name, what, packetio.ErrClosed)
+// opErr is the error of op on queue i of d: a *packetio.OpError whose
+// cause is err; nil for nil.
+func opErr(d *Device, op string, i int, err error) error {
+	return packetio.NewOpError(op, backendName, d.info.Name, i, err)
 }
 
 // TxQueue is one transmit queue of a Device.
 type TxQueue struct {
 	d      *Device
+	index  int
 	q      *queue.Tx
 	mp     *eal.Mempool
 	pmd    *eal.Queue
@@ -99,21 +102,22 @@ func (t *TxQueue) Transmit(descs []packetio.Desc) int {
 // checked against each packet's own headers.
 func (t *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
 	if t.dead() {
-		return 0, closedErr(t.d, "tx")
+		return 0, opErr(t.d, "transmit", t.index, packetio.ErrClosed)
 	}
-	return t.q.TransmitOffload(descs, offs)
+	n, err := t.q.TransmitOffload(descs, offs)
+	return n, opErr(t.d, "transmit", t.index, err)
 }
 
 // Err reports a closed or failed queue.
 func (t *TxQueue) Err() error {
 	if t.dead() {
-		return closedErr(t.d, "tx")
+		return opErr(t.d, "transmit", t.index, packetio.ErrClosed)
 	}
 	if err := t.q.Err(); err != nil {
-		return err
+		return opErr(t.d, "transmit", t.index, err)
 	}
 	if n := t.mp.Drops(); n > 0 {
-		return fmt.Errorf("dpdk %s tx: the driver freed %d mbufs the returned ring could not hold: %w", t.d.info.Name, n, packetio.ErrQueueFailed)
+		return opErr(t.d, "transmit", t.index, fmt.Errorf("%w: the driver freed %d mbufs the returned ring could not hold", packetio.ErrQueueFailed, n))
 	}
 	return nil
 }
@@ -162,7 +166,7 @@ func (t *TxQueue) NumFreeFrames() int { return t.q.NumFreeFrames() }
 // SendFunc reclaims, allocates, builds and transmits in one call.
 func (t *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
 	if t.dead() {
-		return 0, closedErr(t.d, "tx")
+		return 0, opErr(t.d, "send", t.index, packetio.ErrClosed)
 	}
 	t.q.Complete(1 << 30)
 	d := t.q.Alloc(count)
@@ -181,14 +185,14 @@ func (t *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		}
 		if l < 0 || l > len(frame) {
 			t.q.Free(d)
-			return 0, fmt.Errorf("dpdk %s tx: build returned %d for a %d-byte frame: %w", t.d.info.Name, l, len(frame), packetio.ErrBadLength)
+			return 0, opErr(t.d, "send", t.index, fmt.Errorf("%w: build returned %d for a %d-byte frame", packetio.ErrBadLength, l, len(frame)))
 		}
 		d[i].Len = uint32(l)
 		n++
 	}
 	sent, err := t.q.Transmit(d[:n])
 	t.q.Free(d[sent:])
-	return sent, err
+	return sent, opErr(t.d, "send", t.index, err)
 }
 
 // Stats returns the queue's counters, with the mempool's and the port's
@@ -210,6 +214,7 @@ func (t *TxQueue) Close() error { t.closed.Store(true); return nil }
 // RxQueue is one receive queue of a Device.
 type RxQueue struct {
 	d      *Device
+	index  int
 	q      *queue.Rx
 	mp     *eal.Mempool
 	pmd    *eal.Queue
@@ -252,7 +257,7 @@ func (r *RxQueue) Poll(timeout time.Duration) (int, error) {
 		r.mu.Lock()
 		if r.dead() {
 			r.mu.Unlock()
-			return 0, closedErr(r.d, "rx")
+			return 0, opErr(r.d, "poll", r.index, packetio.ErrClosed)
 		}
 		n := r.q.Ready()
 		r.mu.Unlock()
@@ -260,7 +265,7 @@ func (r *RxQueue) Poll(timeout time.Duration) (int, error) {
 			return n, nil
 		}
 		if err := r.q.Err(); err != nil {
-			return 0, err
+			return 0, opErr(r.d, "poll", r.index, err)
 		}
 		if timeout == 0 || (timeout > 0 && spins&63 == 63 && time.Now().After(deadline)) {
 			return 0, nil
@@ -284,13 +289,13 @@ func (r *RxQueue) Receive(max int) []packetio.Desc {
 // Err reports a closed or failed queue.
 func (r *RxQueue) Err() error {
 	if r.dead() {
-		return closedErr(r.d, "rx")
+		return opErr(r.d, "receive", r.index, packetio.ErrClosed)
 	}
 	if err := r.q.Err(); err != nil {
-		return err
+		return opErr(r.d, "receive", r.index, err)
 	}
 	if n := r.mp.Drops(); n > 0 {
-		return fmt.Errorf("dpdk %s rx: the driver freed %d mbufs the returned ring could not hold: %w", r.d.info.Name, n, packetio.ErrQueueFailed)
+		return opErr(r.d, "receive", r.index, fmt.Errorf("%w: the driver freed %d mbufs the returned ring could not hold", packetio.ErrQueueFailed, n))
 	}
 	return nil
 }
