@@ -84,9 +84,41 @@ func (c *cleanup) run() {
 
 // Open opens the ConnectX port behind ifname. Options are checked before any
 // hardware is looked at. On a machine where no mlx5 device backs ifname the
-// error wraps packetio.ErrUnsupported and says so. Everything half-built is
-// released when a later step fails.
-func Open(ifname string, opts ...Option) (dev *Device, err error) {
+// error matches packetio.ErrNoDevice and says so. Every failure is a
+// *packetio.OpError (Op "open"), and everything half-built is released when
+// a later step fails.
+func Open(ifname string, opts ...Option) (*Device, error) {
+	d, err := open(ifname, opts)
+	if err != nil {
+		return nil, packetio.NewOpError("open", queue.Backend, ifname, packetio.NoQueue, err)
+	}
+	return d, nil
+}
+
+// opener is what Open's steps share: each builds on the ones before and
+// pushes the undo of what it made.
+type opener struct {
+	ifname   string
+	c        config
+	undo     cleanup
+	vd       *dv.Device
+	specs    []flow.Spec
+	frames   int
+	mem      []byte
+	mr       *dv.MR
+	plan     txPlan
+	clk      clock.Info
+	reg      *queue.Region
+	va       uint64
+	unit     int // frames per unit of queue depth
+	next     int // next free frame index
+	place    *affinity.Placement
+	d        *Device
+	hwRx     []*dv.RxQueue
+	steering []string
+}
+
+func open(ifname string, opts []Option) (dev *Device, err error) {
 	c := defaults()
 	for _, o := range opts {
 		if err := o(&c); err != nil {
@@ -100,103 +132,122 @@ func Open(ifname string, opts ...Option) (dev *Device, err error) {
 	if err != nil {
 		return nil, err
 	}
+	o := &opener{ifname: ifname, c: c}
 	// A Go panic during bring-up becomes an error. (A fault inside C
 	// cannot be caught.)
 	defer func() {
 		if r := recover(); r != nil {
-			dev, err = nil, fmt.Errorf("mlx5 %s: bring-up failed: %v: %w", ifname, r, packetio.ErrUnsupported)
+			dev, err = nil, fmt.Errorf("%w: bring-up failed: %v", packetio.ErrSetup, r)
 		}
-	}()
-	var undo cleanup
-	defer func() {
 		if err != nil {
-			undo.run()
+			o.undo.run()
 		}
 	}()
-
-	vd, err := dv.Open(port)
-	if err != nil {
+	if o.vd, err = dv.Open(port); err != nil {
 		return nil, hint(err)
 	}
-	undo.push(vd.Close)
-
-	// Steering is compiled before the rings exist, so a refused filter
-	// costs nothing.
-	var specs []flow.Spec
-	if c.rx > 0 {
-		var own [6]byte
-		if ifc, e := net.InterfaceByName(ifname); e == nil && len(ifc.HardwareAddr) == 6 {
-			copy(own[:], ifc.HardwareAddr)
-		}
-		f := packetio.SteeringFilter{}
-		if c.steering != nil {
-			f = *c.steering
-		}
-		if specs, err = flow.Compile(f, own); err != nil {
-			return nil, fmt.Errorf("mlx5 %s: %w", ifname, err)
+	o.undo.push(o.vd.Close)
+	for _, step := range []func() error{
+		o.compileSteering, // before the rings exist, so a refused filter costs nothing
+		o.mapRegion,
+		o.planQueues,
+		o.buildTx,
+		o.buildRx,
+		o.steer,
+	} {
+		if err := step(); err != nil {
+			return nil, err
 		}
 	}
+	return o.finish(), nil
+}
 
-	// The region: twice what the queues can hold unless fixed.
+// compileSteering turns the steering filter into flow specs.
+func (o *opener) compileSteering() error {
+	if o.c.rx == 0 {
+		return nil
+	}
+	var own [6]byte
+	if ifc, e := net.InterfaceByName(o.ifname); e == nil && len(ifc.HardwareAddr) == 6 {
+		copy(own[:], ifc.HardwareAddr)
+	}
+	f := packetio.SteeringFilter{}
+	if o.c.steering != nil {
+		f = *o.c.steering
+	}
+	var err error
+	o.specs, err = flow.Compile(f, own)
+	return err
+}
+
+// mapRegion maps the frame region (twice what the queues can hold unless
+// fixed) and registers it with the card.
+func (o *opener) mapRegion() error {
+	c := &o.c
 	plan0 := max(c.ringsPerQueue, 1)
-	if c.multiPacket != 0 && vd.Flags&wqe.FlagEnhancedMPW != 0 && c.ringsPerQueue == 0 {
+	if c.multiPacket != 0 && o.vd.Flags&wqe.FlagEnhancedMPW != 0 && c.ringsPerQueue == 0 {
 		plan0 = 4 // the copied form may take four rings per queue
 	}
-	frames := c.frames
-	if frames == 0 {
-		frames = 1
-		for frames < 2*c.need(plan0) {
-			frames <<= 1
+	o.frames = c.frames
+	if o.frames == 0 {
+		o.frames = 1
+		for o.frames < 2*c.need(plan0) {
+			o.frames <<= 1
 		}
-		frames = min(frames, MaxFrames)
+		o.frames = min(o.frames, MaxFrames)
 	}
-	mem, err := syscall.Mmap(-1, 0, frames*c.frameSize, syscall.PROT_READ|syscall.PROT_WRITE,
-		syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_POPULATE)
+	mem, err := mapFrames(o.frames * c.frameSize)
 	if err != nil {
-		return nil, fmt.Errorf("mlx5 %s: mapping %d frames of %d bytes: %v: %w", ifname, frames, c.frameSize, err, packetio.ErrUnsupported)
+		return fmt.Errorf("mapping %d frames of %d bytes: %w", o.frames, c.frameSize, err)
 	}
-	undo.push(func() { syscall.Munmap(mem) })
-	_ = syscall.Madvise(mem, 14) // MADV_HUGEPAGE: advice only
-	mr, err := vd.Register(mem)
-	if err != nil {
-		return nil, hint(err)
+	o.mem = mem
+	o.undo.push(func() { unmapFrames(mem) })
+	if o.mr, err = o.vd.Register(mem); err != nil {
+		return hint(err)
 	}
-	undo.push(mr.Close)
+	o.undo.push(o.mr.Close)
+	return nil
+}
 
-	required, err := vd.MinInline(mr, mem[:64])
+// planQueues decides the transmit mode, the clock, the worker placement
+// and how many frames each queue gets.
+func (o *opener) planQueues() error {
+	c := &o.c
+	required, err := o.vd.MinInline(o.mr, o.mem[:64])
 	if err != nil {
-		return nil, hint(err)
+		return hint(err)
 	}
-	plan, err := c.planTx(vd.Flags, required)
-	if err != nil {
-		return nil, err
+	if o.plan, err = c.planTx(o.vd.Flags, required); err != nil {
+		return err
 	}
-	clk := vd.Clock()
-	reg := queue.NewRegion(mem, c.frameSize)
-	va := uint64(uintptrOf(mem))
-
+	o.clk = o.vd.Clock()
+	o.reg = queue.NewRegion(o.mem, c.frameSize)
+	o.va = uint64(uintptrOf(o.mem))
 	// Frames per queue, weighted by what each can have outstanding.
-	txShare := plan.rings * c.txDepth
-	rxShare := c.rxDepth
-	unit := frames / max(1, c.tx*txShare+c.rx*rxShare)
-	if unit < 1 {
-		return nil, fmt.Errorf("mlx5 %s: %d frames cannot be split over the queues: %w", ifname, frames, packetio.ErrUnsupported)
+	o.unit = o.frames / max(1, c.tx*o.plan.rings*c.txDepth+c.rx*c.rxDepth)
+	if o.unit < 1 {
+		return fmt.Errorf("%w: %d frames cannot be split over the queues", packetio.ErrInvalid, o.frames)
 	}
-	next := 0
-	carve := func(n int) (*pool.Frames, error) {
-		p, err := pool.New(next, n, c.frameSize)
-		next += n
-		return p, err
-	}
-	var place *affinity.Placement
 	if len(c.cpus) > 0 {
-		if place, err = affinity.New(ifname, c.cpus); err != nil {
-			return nil, fmt.Errorf("mlx5 %s: %v: %w", ifname, err, packetio.ErrUnsupported)
+		if o.place, err = affinity.New(o.ifname, c.cpus); err != nil {
+			return fmt.Errorf("%w: %w", packetio.ErrInvalid, err)
 		}
 	}
+	o.d = &Device{Device: &queue.Device{Iface: o.ifname}, place: o.place}
+	return nil
+}
 
-	d := &Device{Device: &queue.Device{}, place: place}
-	var hwRx []*dv.RxQueue
+// carve takes the next n frames as one queue's pool.
+func (o *opener) carve(n int) (*pool.Frames, error) {
+	p, err := pool.New(o.next, n, o.c.frameSize)
+	o.next += n
+	return p, err
+}
+
+// buildTx creates the transmit queues: plan.rings hardware send queues
+// each, their rings, pools and queues.
+func (o *opener) buildTx() error {
+	c := &o.c
 	var csum uint8
 	if c.csum {
 		csum = wqe.CsumL3 | wqe.CsumL4
@@ -204,102 +255,120 @@ func Open(ifname string, opts ...Option) (dev *Device, err error) {
 	for i := 0; i < c.tx; i++ {
 		var rings []*ring.Tx
 		var qpn uint32
-		for k := 0; k < plan.rings; k++ {
-			hq, err := vd.CreateTx(c.txDepth)
+		for k := 0; k < o.plan.rings; k++ {
+			hq, err := o.vd.CreateTx(c.txDepth)
 			if err != nil {
-				return nil, hint(err)
+				return hint(err)
 			}
-			undo.push(hq.Close)
+			o.undo.push(hq.Close)
 			if k == 0 {
 				qpn = hq.QPN
 			}
 			r, err := ring.NewTx(ring.TxConfig{SQ: hq.SQ, CQ: hq.CQ, SQDbrec: hq.SQDbrec, CQDbrec: hq.CQDbrec, UAR: hq.UAR,
-				QPN: hq.QPN, LKey: mr.LKey, Region: mem, RegionVA: va, FrameSize: c.frameSize,
-				Mode: plan.mode, Inline: plan.inline, CsFlags: csum})
+				QPN: hq.QPN, LKey: o.mr.LKey, Region: o.mem, RegionVA: o.va, FrameSize: c.frameSize,
+				Mode: o.plan.mode, Inline: o.plan.inline, CsFlags: csum})
 			if err != nil {
-				return nil, fmt.Errorf("mlx5 %s tx %d: %v: %w", ifname, i, err, packetio.ErrUnsupported)
+				return fmt.Errorf("tx %d: %w: %w", i, packetio.ErrSetup, err)
 			}
 			rings = append(rings, r)
 		}
-		p, err := carve(unit * txShare)
+		p, err := o.carve(o.unit * o.plan.rings * c.txDepth)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		q, err := queue.NewTx(queue.TxConfig{Name: fmt.Sprintf("mlx5 %s tx %d", ifname, i), Rings: rings, Region: reg, Pool: p,
-			Pin: pinner(place, &d.pinFailed), Backend: map[string]uint64{"qpn": uint64(qpn), "sq_blocks": uint64(rings[0].Blocks()), "inline_bytes": uint64(plan.inline)}})
+		q, err := queue.NewTx(queue.TxConfig{Iface: o.ifname, Index: i, Rings: rings, Region: o.reg, Pool: p,
+			Pin: pinner(o.place, &o.d.pinFailed), Backend: map[string]uint64{"qpn": uint64(qpn), "sq_blocks": uint64(rings[0].Blocks()), "inline_bytes": uint64(o.plan.inline)}})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		d.Txs = append(d.Txs, q)
+		o.d.Txs = append(o.d.Txs, q)
 	}
+	return nil
+}
+
+// buildRx creates the receive queues: the hardware queues first (stamps
+// on every queue or on none), then their rings, pools and queues.
+func (o *opener) buildRx() error {
+	c := &o.c
 	for i := 0; i < c.rx; i++ {
-		hq, err := vd.CreateRx(c.rxDepth, clk.OK())
+		hq, err := o.vd.CreateRx(c.rxDepth, o.clk.OK())
 		if err != nil {
-			return nil, hint(err)
+			return hint(err)
 		}
-		undo.push(hq.Close)
-		hwRx = append(hwRx, hq)
+		o.undo.push(hq.Close)
+		o.hwRx = append(o.hwRx, hq)
 		if !hq.Stamped {
-			clk = clock.Info{} // stamps on every queue or on none
+			o.clk = clock.Info{}
 		}
 	}
-	for i, hq := range hwRx {
-		r, err := ring.NewRx(ring.RxConfig{RQ: hq.RQ, CQ: hq.CQ, RQDbrec: hq.RQDbrec, CQDbrec: hq.CQDbrec, LKey: mr.LKey,
-			Region: mem, RegionVA: va, FrameSize: c.frameSize, Headroom: RxHeadroom, Clock: clk})
+	for i, hq := range o.hwRx {
+		r, err := ring.NewRx(ring.RxConfig{RQ: hq.RQ, CQ: hq.CQ, RQDbrec: hq.RQDbrec, CQDbrec: hq.CQDbrec, LKey: o.mr.LKey,
+			Region: o.mem, RegionVA: o.va, FrameSize: c.frameSize, Headroom: RxHeadroom, Clock: o.clk})
 		if err != nil {
-			return nil, fmt.Errorf("mlx5 %s rx %d: %v: %w", ifname, i, err, packetio.ErrUnsupported)
+			return fmt.Errorf("rx %d: %w: %w", i, packetio.ErrSetup, err)
 		}
-		p, err := carve(unit * rxShare)
+		p, err := o.carve(o.unit * c.rxDepth)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		q, err := queue.NewRx(queue.RxConfig{Name: fmt.Sprintf("mlx5 %s rx %d", ifname, i), Ring: r, Region: reg, Pool: p, Stamps: clk.OK(), Pin: pinner(place, &d.pinFailed),
+		q, err := queue.NewRx(queue.RxConfig{Iface: o.ifname, Index: i, Ring: r, Region: o.reg, Pool: p, Stamps: o.clk.OK(), Pin: pinner(o.place, &o.d.pinFailed),
 			Backend: map[string]uint64{"cqn": uint64(hq.CQN), "rq_entries": uint64(r.Entries())}})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		d.Rxs = append(d.Rxs, q)
+		o.d.Rxs = append(o.d.Rxs, q)
 	}
-	var steering []string
-	if c.rx > 0 {
-		g, err := vd.CreateRxGroup(hwRx)
-		if err != nil {
-			return nil, hint(err)
-		}
-		undo.push(g.Close)
-		if err := g.Steer(specs); err != nil {
-			return nil, hint(err)
-		}
-		for _, s := range specs {
-			steering = append(steering, s.String())
-		}
+	return nil
+}
+
+// steer groups the receive queues and installs the flow rules.
+func (o *opener) steer() error {
+	if o.c.rx == 0 {
+		return nil
 	}
+	g, err := o.vd.CreateRxGroup(o.hwRx)
+	if err != nil {
+		return hint(err)
+	}
+	o.undo.push(g.Close)
+	if err := g.Steer(o.specs); err != nil {
+		return hint(err)
+	}
+	for _, s := range o.specs {
+		o.steering = append(o.steering, s.String())
+	}
+	return nil
+}
+
+// finish records what the device does and hands the undo list to Close.
+func (o *opener) finish() *Device {
+	c, d := &o.c, o.d
 	d.Caps = packetio.Capabilities{
-		Backend:           "mlx5",
+		Backend:           queue.Backend,
 		ZeroCopy:          true,
 		KernelCoexistence: true,
 		RSS:               c.rx > 1,
 		TxChecksumOffload: c.csum,
 		RxChecksumFlags:   true,
-		RxTimestamps:      c.rx > 0 && clk.OK(),
+		RxTimestamps:      c.rx > 0 && o.clk.OK(),
 		SharedRegion:      true,
 		HandsBackFrames:   true,
 		MaxFrameSize:      c.frameSize - RxHeadroom,
 		MaxQueues:         MaxQueues,
 	}
-	release := undo
-	undo = nil
+	release := o.undo
+	o.undo = nil
 	var once sync.Once
 	d.Release = func() error {
 		once.Do(release.run)
 		return nil
 	}
 	d.info = Info{
-		Interface: ifname, IBDev: vd.IBDev, Port: vd.Port, Firmware: vd.Firmware, PortActive: vd.PortActive,
-		InlineHeader: plan.inline, TxMode: plan.mode.String(), RingsPerTx: plan.rings, FrameSize: c.frameSize,
-		Frames: frames, TxQueues: c.tx, RxQueues: c.rx, Steering: steering, Clock: c.rx > 0 && clk.OK(),
+		Interface: o.ifname, IBDev: o.vd.IBDev, Port: o.vd.Port, Firmware: o.vd.Firmware, PortActive: o.vd.PortActive,
+		InlineHeader: o.plan.inline, TxMode: o.plan.mode.String(), RingsPerTx: o.plan.rings, FrameSize: c.frameSize,
+		Frames: o.frames, TxQueues: c.tx, RxQueues: c.rx, Steering: o.steering, Clock: c.rx > 0 && o.clk.OK(),
 	}
-	return d, nil
+	return d
 }
 
 // hint adds what to do about a permission error.

@@ -17,7 +17,7 @@ import (
 )
 
 // On a machine with no ConnectX, Open fails cleanly for every interface: an
-// error wrapping ErrUnsupported that says no mlx5 device backs it.
+// open OpError matching ErrNoDevice that says no mlx5 device backs it.
 func TestOpenWithoutConnectX(t *testing.T) {
 	names := []string{"lo", "packetio-none0"}
 	if ents, err := os.ReadDir("/sys/class/net"); err == nil {
@@ -34,8 +34,9 @@ func TestOpenWithoutConnectX(t *testing.T) {
 			d.Close()
 			t.Fatalf("Open(%q) succeeded without an mlx5 device", name)
 		}
-		if !errors.Is(err, packetio.ErrUnsupported) {
-			t.Errorf("Open(%q): %v does not wrap ErrUnsupported", name, err)
+		var oe *packetio.OpError
+		if !errors.As(err, &oe) || oe.Op != "open" || oe.Backend != "mlx5" || oe.Iface != name || !errors.Is(err, packetio.ErrNoDevice) {
+			t.Errorf("Open(%q): %v, want an open OpError matching ErrNoDevice", name, err)
 		}
 		if !strings.Contains(err.Error(), "no mlx5 device backs interface") {
 			t.Errorf("Open(%q): %v does not say no mlx5 device backs the interface", name, err)
@@ -62,8 +63,13 @@ func TestOptionsAreCheckedBeforeHardware(t *testing.T) {
 	} {
 		// A ConnectX-less name: an option error must come first.
 		_, err := Open("lo", opts...)
-		if !errors.Is(err, packetio.ErrUnsupported) {
-			t.Errorf("%s: %v, want ErrUnsupported", name, err)
+		want := packetio.ErrInvalid
+		if strings.Contains(name, "steering") {
+			want = packetio.ErrUnsupported
+		}
+		var oe *packetio.OpError
+		if !errors.As(err, &oe) || !errors.Is(err, want) {
+			t.Errorf("%s: %v, want an OpError matching %v", name, err, want)
 			continue
 		}
 		if strings.Contains(err.Error(), "no mlx5 device") {

@@ -77,7 +77,7 @@ func WithRxQueues(n int) Option {
 
 func queueCount(what string, n int) error {
 	if n < 0 || n > MaxQueues {
-		return fmt.Errorf("mlx5: %d %s is outside 0..%d: %w", n, what, MaxQueues, packetio.ErrUnsupported)
+		return fmt.Errorf("mlx5: %d %s is outside 0..%d: %w", n, what, MaxQueues, packetio.ErrInvalid)
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ func WithRxDepth(n int) Option { return depth("receive", n, func(c *config) { c.
 func depth(what string, n int, set func(*config)) Option {
 	return func(c *config) error {
 		if n < 64 || n > 32768 || n&(n-1) != 0 {
-			return fmt.Errorf("mlx5: %s depth %d is not a power of two in 64..32768: %w", what, n, packetio.ErrUnsupported)
+			return fmt.Errorf("mlx5: %s depth %d is not a power of two in 64..32768: %w", what, n, packetio.ErrInvalid)
 		}
 		set(c)
 		return nil
@@ -105,7 +105,7 @@ func depth(what string, n int, set func(*config)) Option {
 func WithFrames(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxFrames {
-			return fmt.Errorf("mlx5: %d frames is outside 1..%d: %w", n, MaxFrames, packetio.ErrUnsupported)
+			return fmt.Errorf("mlx5: %d frames is outside 1..%d: %w", n, MaxFrames, packetio.ErrInvalid)
 		}
 		c.frames = n
 		return nil
@@ -117,7 +117,7 @@ func WithFrames(n int) Option {
 func WithFrameSize(n int) Option {
 	return func(c *config) error {
 		if n < 256 || n > 65536 || n&(n-1) != 0 {
-			return fmt.Errorf("mlx5: frame size %d is not a power of two in 256..65536: %w", n, packetio.ErrUnsupported)
+			return fmt.Errorf("mlx5: frame size %d is not a power of two in 256..65536: %w", n, packetio.ErrInvalid)
 		}
 		c.frameSize = n
 		return nil
@@ -146,11 +146,11 @@ func WithSteering(f packetio.SteeringFilter) Option {
 func WithAffinity(cpus ...int) Option {
 	return func(c *config) error {
 		if len(cpus) == 0 {
-			return fmt.Errorf("mlx5: WithAffinity needs at least one CPU: %w", packetio.ErrUnsupported)
+			return fmt.Errorf("mlx5: WithAffinity needs at least one CPU: %w", packetio.ErrInvalid)
 		}
 		for _, cpu := range cpus {
 			if cpu < 0 || cpu >= 1024 {
-				return fmt.Errorf("mlx5: CPU %d is outside 0..1023: %w", cpu, packetio.ErrUnsupported)
+				return fmt.Errorf("mlx5: CPU %d is outside 0..1023: %w", cpu, packetio.ErrInvalid)
 			}
 		}
 		c.cpus, c.noAffinity = append([]int(nil), cpus...), false
@@ -181,7 +181,7 @@ func WithoutMultiPacket() Option { return func(c *config) error { c.multiPacket 
 func WithRingsPerQueue(n int) Option {
 	return func(c *config) error {
 		if n < 0 || n > 16 {
-			return fmt.Errorf("mlx5: %d rings per queue is outside 0..16: %w", n, packetio.ErrUnsupported)
+			return fmt.Errorf("mlx5: %d rings per queue is outside 0..16: %w", n, packetio.ErrInvalid)
 		}
 		c.ringsPerQueue = n
 		return nil
@@ -195,17 +195,17 @@ func WithChecksumOffload() Option { return func(c *config) error { c.csum = true
 // check validates the combination, before any hardware is touched.
 func (c *config) check() error {
 	if c.tx == 0 && c.rx == 0 {
-		return fmt.Errorf("mlx5: no queues asked for: %w", packetio.ErrUnsupported)
+		return fmt.Errorf("mlx5: no queues asked for: %w", packetio.ErrInvalid)
 	}
 	if c.steering != nil && c.rx == 0 {
 		return fmt.Errorf("mlx5: a steering filter needs receive queues: %w", packetio.ErrUnsupported)
 	}
 	rings := max(c.ringsPerQueue, 1)
 	if c.tx*rings > MaxQueues {
-		return fmt.Errorf("mlx5: %d transmit queues of %d rings is more than %d hardware send queues: %w", c.tx, rings, MaxQueues, packetio.ErrUnsupported)
+		return fmt.Errorf("mlx5: %d transmit queues of %d rings is more than %d hardware send queues: %w", c.tx, rings, MaxQueues, packetio.ErrInvalid)
 	}
 	if c.frames > 0 && c.frames < c.need(rings) {
-		return fmt.Errorf("mlx5: %d frames cannot fill %d: %w", c.frames, c.need(rings), packetio.ErrUnsupported)
+		return fmt.Errorf("mlx5: %d frames cannot fill %d: %w", c.frames, c.need(rings), packetio.ErrInvalid)
 	}
 	return nil
 }

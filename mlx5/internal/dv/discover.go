@@ -25,13 +25,13 @@ import (
 // sysfs is the root of the sysfs tree; tests point it at testdata.
 var sysfs = "/sys"
 
-// ErrNoDevice is wrapped (together with packetio.ErrUnsupported) by every
-// error saying that no mlx5 device backs an interface.
-var ErrNoDevice = errors.New("no mlx5 device")
+// ErrNoDevice is wrapped by every error saying that no mlx5 device backs an
+// interface: packetio's own sentinel.
+var ErrNoDevice = packetio.ErrNoDevice
 
 // noDevice builds the "no mlx5 device backs that interface" error.
 func noDevice(ifname, why string) error {
-	return fmt.Errorf("mlx5: %w backs interface %q: %s: %w", ErrNoDevice, ifname, why, packetio.ErrUnsupported)
+	return fmt.Errorf("%w: no mlx5 device backs interface %q: %s", ErrNoDevice, ifname, why)
 }
 
 // Port names the verbs device and port behind a network interface.
@@ -44,7 +44,8 @@ type Port struct {
 // Resolve finds the verbs device and port behind a network interface by
 // reading sysfs: /sys/class/net/IF/device/infiniband/ holds the verbs device,
 // and the port is the one whose gid_attrs/ndevs entries name IF (or the only
-// port). Every refusal wraps ErrNoDevice and packetio.ErrUnsupported.
+// port). A refusal wraps ErrNoDevice, or packetio.ErrUnsupported where the
+// interface has several verbs devices, or none of a device's ports names it.
 func Resolve(ifname string) (Port, error) {
 	if ifname == "" || strings.ContainsAny(ifname, "/\x00") || ifname == "." || ifname == ".." {
 		return Port{}, noDevice(ifname, "not a valid interface name")
@@ -119,5 +120,5 @@ func portOf(ibdev, ifname string) (int, error) {
 	if len(ports) == 1 {
 		return ports[0], nil
 	}
-	return 0, fmt.Errorf("mlx5: none of the %d ports of %s names interface %q: %w", len(ports), ibdev, ifname, packetio.ErrUnsupported)
+	return 0, fmt.Errorf("%w: none of the %d ports of %s names interface %q", packetio.ErrUnsupported, len(ports), ibdev, ifname)
 }

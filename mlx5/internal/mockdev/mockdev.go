@@ -11,7 +11,6 @@
 package mockdev
 
 import (
-	"fmt"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/pool"
@@ -97,8 +96,34 @@ func (d *Device) Violations() []string {
 	return v
 }
 
-// Open builds a model device wired to itself.
+// Open builds a model device wired to itself, in named steps: defaults,
+// the frame memory, the receive queues, the transmit queues. Everything
+// is Go memory, so a failed step leaves nothing to undo.
 func Open(cfg Config) (*Device, error) {
+	cfg = cfg.withDefaults()
+	b := newBuilder(cfg)
+	for i := 0; i < cfg.RxQueues; i++ {
+		if err := b.addRx(i); err != nil {
+			return nil, packetio.NewOpError("open", queue.Backend, modelIface, i, err)
+		}
+	}
+	for i := 0; i < cfg.TxQueues; i++ {
+		if err := b.addTx(i); err != nil {
+			return nil, packetio.NewOpError("open", queue.Backend, modelIface, i, err)
+		}
+	}
+	b.d.Caps = cfg.capabilities()
+	return b.d, nil
+}
+
+// modelIface is the interface name the model's errors carry.
+const modelIface = "mlx5-model"
+
+// Fixed values of the model's queues.
+const lkey, firstQPN = 0x5eed, 0x100
+
+// withDefaults fills the zero fields of a Config.
+func (cfg Config) withDefaults() Config {
 	if cfg.TxQueues == 0 {
 		cfg.TxQueues = 1
 	}
@@ -126,100 +151,124 @@ func Open(cfg Config) (*Device, error) {
 	if cfg.Mode == ring.ModeSend && cfg.Inline == 0 {
 		cfg.Inline = 18
 	}
-	// Frames: twice what each queue can have outstanding.
-	txFrames := 2 * cfg.Rings * cfg.TxDepth
-	rxFrames := 2 * cfg.RxDepth
-	total := cfg.TxQueues*txFrames + cfg.RxQueues*rxFrames
-	region := make([]byte, total*cfg.FrameSize)
-	reg := queue.NewRegion(region, cfg.FrameSize)
-	const lkey, firstQPN = 0x5eed, 0x100
-	var clk clock.Info
-	if cfg.Clock {
-		clk = clock.Info{Mult: 1 << 31, Shift: 31, Mask: 1<<41 - 1}
-	}
+	return cfg
+}
 
-	d := &Device{Device: &queue.Device{}}
-	next := 0 // next free frame index
-	for i := 0; i < cfg.RxQueues; i++ {
-		rq := make([]byte, cfg.RxDepth*wqe.RecvWQESize)
-		cq := make([]byte, cfg.RxDepth*wqe.CQESize)
-		recs := new([3]uint32) // WQ record, CQ record
-		nic, err := mocknic.NewRx(mocknic.RxConfig{RQ: rq, CQ: cq, RQDbrec: &recs[0], CQDbrec: &recs[1], Region: region, RegionVA: regionVA, LKey: lkey})
-		if err != nil {
-			return nil, err
-		}
-		nic.TicksPerPacket = 100
-		r, err := ring.NewRx(ring.RxConfig{RQ: rq, CQ: cq, RQDbrec: &recs[0], CQDbrec: &recs[1], LKey: lkey,
-			Region: region, RegionVA: regionVA, FrameSize: cfg.FrameSize, Headroom: Headroom, Clock: clk})
-		if err != nil {
-			return nil, err
-		}
-		p, err := pool.New(next, rxFrames, cfg.FrameSize)
-		if err != nil {
-			return nil, err
-		}
-		next += rxFrames
-		q, err := queue.NewRx(queue.RxConfig{Name: fmt.Sprintf("mlx5 model rx %d", i), Ring: r, Region: reg, Pool: p, Stamps: cfg.Clock,
-			Backend: map[string]uint64{"rq_entries": uint64(cfg.RxDepth)}})
-		if err != nil {
-			return nil, err
-		}
-		d.Rxs = append(d.Rxs, q)
-		d.RxNICs = append(d.RxNICs, nic)
+// builder is what the queue steps of Open share.
+type builder struct {
+	cfg                Config
+	region             []byte
+	reg                *queue.Region
+	clk                clock.Info
+	txFrames, rxFrames int
+	next               int // next free frame index
+	d                  *Device
+	wire               func(pkt []byte)
+}
+
+// newBuilder allocates the frame memory: twice what each queue can have
+// outstanding.
+func newBuilder(cfg Config) *builder {
+	b := &builder{cfg: cfg, txFrames: 2 * cfg.Rings * cfg.TxDepth, rxFrames: 2 * cfg.RxDepth}
+	total := cfg.TxQueues*b.txFrames + cfg.RxQueues*b.rxFrames
+	b.region = make([]byte, total*cfg.FrameSize)
+	b.reg = queue.NewRegion(b.region, cfg.FrameSize)
+	if cfg.Clock {
+		b.clk = clock.Info{Mult: 1 << 31, Shift: 31, Mask: 1<<41 - 1}
 	}
-	d.peer = d
-	wire := func(pkt []byte) { d.peer.deliver(pkt) }
-	for i := 0; i < cfg.TxQueues; i++ {
-		var rings []*ring.Tx
-		var nics []*mocknic.TxNIC
-		for k := 0; k < cfg.Rings; k++ {
-			sq := make([]byte, cfg.TxDepth*wqe.BlockSize)
-			cq := make([]byte, cfg.TxDepth*wqe.CQESize)
-			recs := new([3]uint32) // QP records (receive, send), CQ record
-			uar := new(uint64)
-			qpn := uint32(firstQPN + i*cfg.Rings + k)
-			empw := cfg.Mode != ring.ModeSend
-			nic, err := mocknic.NewTx(mocknic.TxConfig{SQ: sq, CQ: cq, SQDbrec: &recs[wqe.SndDbr], CQDbrec: &recs[2], Region: region, RegionVA: regionVA, LKey: lkey, QPN: qpn, EMPW: empw})
-			if err != nil {
-				return nil, err
-			}
-			nic.Discard = true
-			nic.Sink = wire
-			if i == 0 && k == 0 {
-				nic.FailAfter = cfg.TxFailAfter
-			}
-			inline := cfg.Inline
-			if empw {
-				inline = 0
-			}
-			r, err := ring.NewTx(ring.TxConfig{SQ: sq, CQ: cq, SQDbrec: &recs[wqe.SndDbr], CQDbrec: &recs[2], UAR: uar, QPN: qpn, LKey: lkey,
-				Region: region, RegionVA: regionVA, FrameSize: cfg.FrameSize, Mode: cfg.Mode, Inline: inline})
-			if err != nil {
-				return nil, err
-			}
-			rings = append(rings, r)
-			nics = append(nics, nic)
-		}
-		p, err := pool.New(next, txFrames, cfg.FrameSize)
-		if err != nil {
-			return nil, err
-		}
-		next += txFrames
-		kick := func() {
-			for _, n := range nics {
-				n.Poll()
-			}
-		}
-		q, err := queue.NewTx(queue.TxConfig{Name: fmt.Sprintf("mlx5 model tx %d", i), Rings: rings, Region: reg, Pool: p, Kick: kick,
-			Backend: map[string]uint64{"sq_blocks": uint64(cfg.TxDepth), "mode": uint64(cfg.Mode)}})
-		if err != nil {
-			return nil, err
-		}
-		d.Txs = append(d.Txs, q)
-		d.TxNICs = append(d.TxNICs, nics)
+	b.d = &Device{Device: &queue.Device{Iface: modelIface}}
+	b.d.peer = b.d
+	b.wire = func(pkt []byte) { b.d.peer.deliver(pkt) }
+	return b
+}
+
+// addRx builds receive queue i: its model NIC, ring, pool and queue.
+func (b *builder) addRx(i int) error {
+	rq := make([]byte, b.cfg.RxDepth*wqe.RecvWQESize)
+	cq := make([]byte, b.cfg.RxDepth*wqe.CQESize)
+	recs := new([3]uint32) // WQ record, CQ record
+	nic, err := mocknic.NewRx(mocknic.RxConfig{RQ: rq, CQ: cq, RQDbrec: &recs[0], CQDbrec: &recs[1], Region: b.region, RegionVA: regionVA, LKey: lkey})
+	if err != nil {
+		return err
 	}
-	d.Caps = packetio.Capabilities{
-		Backend:           "mlx5",
+	nic.TicksPerPacket = 100
+	r, err := ring.NewRx(ring.RxConfig{RQ: rq, CQ: cq, RQDbrec: &recs[0], CQDbrec: &recs[1], LKey: lkey,
+		Region: b.region, RegionVA: regionVA, FrameSize: b.cfg.FrameSize, Headroom: Headroom, Clock: b.clk})
+	if err != nil {
+		return err
+	}
+	p, err := pool.New(b.next, b.rxFrames, b.cfg.FrameSize)
+	if err != nil {
+		return err
+	}
+	b.next += b.rxFrames
+	q, err := queue.NewRx(queue.RxConfig{Iface: modelIface, Index: i, Ring: r, Region: b.reg, Pool: p, Stamps: b.cfg.Clock,
+		Backend: map[string]uint64{"rq_entries": uint64(b.cfg.RxDepth)}})
+	if err != nil {
+		return err
+	}
+	b.d.Rxs = append(b.d.Rxs, q)
+	b.d.RxNICs = append(b.d.RxNICs, nic)
+	return nil
+}
+
+// addTx builds transmit queue i: cfg.Rings model send queues and rings,
+// its pool and queue.
+func (b *builder) addTx(i int) error {
+	var rings []*ring.Tx
+	var nics []*mocknic.TxNIC
+	for k := 0; k < b.cfg.Rings; k++ {
+		sq := make([]byte, b.cfg.TxDepth*wqe.BlockSize)
+		cq := make([]byte, b.cfg.TxDepth*wqe.CQESize)
+		recs := new([3]uint32) // QP records (receive, send), CQ record
+		uar := new(uint64)
+		qpn := uint32(firstQPN + i*b.cfg.Rings + k)
+		empw := b.cfg.Mode != ring.ModeSend
+		nic, err := mocknic.NewTx(mocknic.TxConfig{SQ: sq, CQ: cq, SQDbrec: &recs[wqe.SndDbr], CQDbrec: &recs[2], Region: b.region, RegionVA: regionVA, LKey: lkey, QPN: qpn, EMPW: empw})
+		if err != nil {
+			return err
+		}
+		nic.Discard = true
+		nic.Sink = b.wire
+		if i == 0 && k == 0 {
+			nic.FailAfter = b.cfg.TxFailAfter
+		}
+		inline := b.cfg.Inline
+		if empw {
+			inline = 0
+		}
+		r, err := ring.NewTx(ring.TxConfig{SQ: sq, CQ: cq, SQDbrec: &recs[wqe.SndDbr], CQDbrec: &recs[2], UAR: uar, QPN: qpn, LKey: lkey,
+			Region: b.region, RegionVA: regionVA, FrameSize: b.cfg.FrameSize, Mode: b.cfg.Mode, Inline: inline})
+		if err != nil {
+			return err
+		}
+		rings = append(rings, r)
+		nics = append(nics, nic)
+	}
+	p, err := pool.New(b.next, b.txFrames, b.cfg.FrameSize)
+	if err != nil {
+		return err
+	}
+	b.next += b.txFrames
+	kick := func() {
+		for _, n := range nics {
+			n.Poll()
+		}
+	}
+	q, err := queue.NewTx(queue.TxConfig{Iface: modelIface, Index: i, Rings: rings, Region: b.reg, Pool: p, Kick: kick,
+		Backend: map[string]uint64{"sq_blocks": uint64(b.cfg.TxDepth), "mode": uint64(b.cfg.Mode)}})
+	if err != nil {
+		return err
+	}
+	b.d.Txs = append(b.d.Txs, q)
+	b.d.TxNICs = append(b.d.TxNICs, nics)
+	return nil
+}
+
+// capabilities is what a model device of cfg does.
+func (cfg Config) capabilities() packetio.Capabilities {
+	return packetio.Capabilities{
+		Backend:           queue.Backend,
 		ZeroCopy:          true,
 		KernelCoexistence: true,
 		RSS:               cfg.RxQueues > 1,
@@ -230,5 +279,4 @@ func Open(cfg Config) (*Device, error) {
 		MaxFrameSize:      cfg.FrameSize - Headroom,
 		MaxQueues:         64,
 	}
-	return d, nil
 }

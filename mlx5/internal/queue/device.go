@@ -7,11 +7,15 @@ import (
 	"github.com/packetio/packetio"
 )
 
+// Backend is the name of the mlx5 backend in Capabilities and errors.
+const Backend = "mlx5"
+
 // Device is a packetio.Device over assembled queues.
 type Device struct {
-	Caps packetio.Capabilities // what the device really does
-	Txs  []*TxQueue            // the transmit queues
-	Rxs  []*RxQueue            // the receive queues
+	Iface string                // the interface, for errors
+	Caps  packetio.Capabilities // what the device really does
+	Txs   []*TxQueue            // the transmit queues
+	Rxs   []*RxQueue            // the receive queues
 	// Release, when set, runs once on the first Close, after every queue
 	// is closed: it destroys the hardware objects and unmaps the region.
 	Release func() error
@@ -63,7 +67,7 @@ func (d *Device) Close() error {
 		if d.Release != nil {
 			errs = append(errs, d.Release())
 		}
-		d.err = errors.Join(errs...)
+		d.err = packetio.NewOpError("close", Backend, d.Iface, packetio.NoQueue, errors.Join(errs...))
 	})
 	if !first {
 		return nil

@@ -14,7 +14,8 @@ import (
 
 // RxConfig assembles a receive queue.
 type RxConfig struct {
-	Name   string
+	Iface  string // the interface, for errors
+	Index  int    // the queue's index, for errors
 	Ring   *ring.Rx
 	Region *Region
 	Pool   *pool.Frames
@@ -32,7 +33,8 @@ type RxConfig struct {
 // ring. Poll spins: no completion event is armed, so there is nothing to
 // sleep on (Capabilities().BlockingPoll is false).
 type RxQueue struct {
-	name    string
+	iface   string
+	index   int
 	ring    *ring.Rx
 	region  *Region
 	pool    *pool.Frames
@@ -48,9 +50,8 @@ type RxQueue struct {
 	// mu orders Poll, which may run on another goroutine, against Close:
 	// once Close returns no Poll reads the CQ again, so the device can
 	// destroy it.
-	mu        sync.Mutex
-	closed    atomic.Bool
-	errClosed error
+	mu     sync.Mutex
+	closed atomic.Bool
 
 	polls     atomic.Uint64
 	poolEmpty atomic.Uint64
@@ -61,22 +62,22 @@ var _ packetio.TimestampReceiver = (*RxQueue)(nil)
 // NewRx assembles a receive queue.
 func NewRx(cfg RxConfig) (*RxQueue, error) {
 	if cfg.Ring == nil || cfg.Region == nil || cfg.Pool == nil {
-		return nil, fmt.Errorf("%s: a receive queue needs a ring, a region and a pool", cfg.Name)
+		return nil, packetio.NewOpError("open", Backend, cfg.Iface, cfg.Index, fmt.Errorf("%w: a receive queue needs a ring, a region and a pool", packetio.ErrInvalid))
 	}
 	n := max(cfg.Ring.Entries(), cfg.Pool.Cap())
 	return &RxQueue{
-		name:      cfg.Name,
-		ring:      cfg.Ring,
-		region:    cfg.Region,
-		pool:      cfg.Pool,
-		stamps:    cfg.Stamps,
-		pin:       cfg.Pin,
-		pinned:    cfg.Pin == nil,
-		backend:   cfg.Backend,
-		addrs:     make([]uint64, 0, n),
-		descs:     make([]packetio.Desc, 0, n),
-		ts:        make([]uint64, 0, n),
-		errClosed: fmt.Errorf("%s: %w", cfg.Name, packetio.ErrClosed),
+		iface:   cfg.Iface,
+		index:   cfg.Index,
+		ring:    cfg.Ring,
+		region:  cfg.Region,
+		pool:    cfg.Pool,
+		stamps:  cfg.Stamps,
+		pin:     cfg.Pin,
+		pinned:  cfg.Pin == nil,
+		backend: cfg.Backend,
+		addrs:   make([]uint64, 0, n),
+		descs:   make([]packetio.Desc, 0, n),
+		ts:      make([]uint64, 0, n),
 	}, nil
 }
 
@@ -125,7 +126,7 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 		q.mu.Lock()
 		if q.closed.Load() {
 			q.mu.Unlock()
-			return 0, q.errClosed
+			return 0, q.opErr("poll", packetio.ErrClosed)
 		}
 		n := q.ring.Ready(1 << 30)
 		q.mu.Unlock()
@@ -133,7 +134,7 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 			return n, nil
 		}
 		if err := q.ring.Err(); err != nil {
-			return 0, fmt.Errorf("%s: %w", q.name, err)
+			return 0, q.opErr("poll", err)
 		}
 		if timeout == 0 || (timeout > 0 && !time.Now().Before(deadline)) {
 			return 0, nil
@@ -185,10 +186,10 @@ func (q *RxQueue) recycleFailed() {
 // Close it wraps ErrClosed.
 func (q *RxQueue) Err() error {
 	if q.closed.Load() {
-		return q.errClosed
+		return q.opErr("receive", packetio.ErrClosed)
 	}
 	if err := q.ring.Err(); err != nil {
-		return fmt.Errorf("%s: %w", q.name, err)
+		return q.opErr("receive", err)
 	}
 	return nil
 }
@@ -251,7 +252,7 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 		s.Backend[k] = v
 	}
 	if q.closed.Load() {
-		return s, q.errClosed
+		return s, q.opErr("rx stats", packetio.ErrClosed)
 	}
 	return s, nil
 }
@@ -263,4 +264,10 @@ func (q *RxQueue) Close() error {
 	q.closed.Store(true)
 	q.mu.Unlock()
 	return nil
+}
+
+// opErr is the queue's error for op: a *packetio.OpError whose cause is
+// err.
+func (q *RxQueue) opErr(op string, err error) error {
+	return packetio.NewOpError(op, Backend, q.iface, q.index, err)
 }

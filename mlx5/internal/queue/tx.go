@@ -11,7 +11,8 @@ import (
 
 // TxConfig assembles a transmit queue.
 type TxConfig struct {
-	Name   string       // for errors: "mlx5 eth0 tx 0"
+	Iface  string       // the interface, for errors
+	Index  int          // the queue's index, for errors
 	Rings  []*ring.Tx   // one or more hardware send queues; batches go round-robin
 	Region *Region      // the frame memory
 	Pool   *pool.Frames // this queue's frames
@@ -29,7 +30,8 @@ type TxConfig struct {
 
 // TxQueue is a packetio.TxQueue over mlx5 send rings.
 type TxQueue struct {
-	name    string
+	iface   string
+	index   int
 	rings   []*ring.Tx
 	next    int
 	region  *Region
@@ -39,11 +41,10 @@ type TxQueue struct {
 	pinned  bool // only the driving goroutine reads it
 	backend map[string]uint64
 
-	addrs     []uint64
-	descs     []packetio.Desc
-	done      []packetio.Desc
-	closed    atomic.Bool
-	errClosed error
+	addrs  []uint64
+	descs  []packetio.Desc
+	done   []packetio.Desc
+	closed atomic.Bool
 
 	poolEmpty atomic.Uint64
 }
@@ -53,7 +54,7 @@ var _ packetio.TxQueue = (*TxQueue)(nil)
 // NewTx assembles a transmit queue.
 func NewTx(cfg TxConfig) (*TxQueue, error) {
 	if len(cfg.Rings) == 0 || cfg.Region == nil || cfg.Pool == nil {
-		return nil, fmt.Errorf("%s: a transmit queue needs rings, a region and a pool", cfg.Name)
+		return nil, packetio.NewOpError("open", Backend, cfg.Iface, cfg.Index, fmt.Errorf("%w: a transmit queue needs rings, a region and a pool", packetio.ErrInvalid))
 	}
 	slots := 0
 	for _, r := range cfg.Rings {
@@ -61,18 +62,18 @@ func NewTx(cfg TxConfig) (*TxQueue, error) {
 	}
 	n := cfg.Pool.Cap()
 	return &TxQueue{
-		name:      cfg.Name,
-		rings:     cfg.Rings,
-		region:    cfg.Region,
-		pool:      cfg.Pool,
-		kick:      cfg.Kick,
-		pin:       cfg.Pin,
-		pinned:    cfg.Pin == nil,
-		backend:   cfg.Backend,
-		addrs:     make([]uint64, 0, n),
-		descs:     make([]packetio.Desc, 0, n),
-		done:      make([]packetio.Desc, 0, max(n, slots)),
-		errClosed: fmt.Errorf("%s: %w", cfg.Name, packetio.ErrClosed),
+		iface:   cfg.Iface,
+		index:   cfg.Index,
+		rings:   cfg.Rings,
+		region:  cfg.Region,
+		pool:    cfg.Pool,
+		kick:    cfg.Kick,
+		pin:     cfg.Pin,
+		pinned:  cfg.Pin == nil,
+		backend: cfg.Backend,
+		addrs:   make([]uint64, 0, n),
+		descs:   make([]packetio.Desc, 0, n),
+		done:    make([]packetio.Desc, 0, max(n, slots)),
 	}, nil
 }
 
@@ -126,11 +127,11 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 // Close it wraps ErrClosed.
 func (q *TxQueue) Err() error {
 	if q.closed.Load() {
-		return q.errClosed
+		return q.opErr("transmit", packetio.ErrClosed)
 	}
 	for i, r := range q.rings {
 		if err := r.Err(); err != nil {
-			return fmt.Errorf("%s ring %d: %w", q.name, i, err)
+			return q.opErr("transmit", fmt.Errorf("ring %d: %w", i, err))
 		}
 	}
 	return nil
@@ -225,7 +226,7 @@ func (q *TxQueue) NumFreeFrames() int {
 // SendFunc is the whole transmit cycle in one call.
 func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
 	if q.closed.Load() {
-		return 0, q.errClosed
+		return 0, q.opErr("send", packetio.ErrClosed)
 	}
 	q.Complete(1 << 30)
 	if err := q.Err(); err != nil {
@@ -241,7 +242,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		}
 		if n < 0 || n > len(frame) {
 			q.Free(descs)
-			return 0, fmt.Errorf("%s: build returned %d for a %d-byte frame: %w", q.name, n, len(frame), packetio.ErrBadLength)
+			return 0, q.opErr("send", fmt.Errorf("%w: build returned %d for a %d-byte frame", packetio.ErrBadLength, n, len(frame)))
 		}
 		descs[i].Len = uint32(n)
 		built++
@@ -290,7 +291,7 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 		}
 	}
 	if q.closed.Load() {
-		return s, q.errClosed
+		return s, q.opErr("tx stats", packetio.ErrClosed)
 	}
 	return s, nil
 }
@@ -300,4 +301,10 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 func (q *TxQueue) Close() error {
 	q.closed.Store(true)
 	return nil
+}
+
+// opErr is the queue's error for op: a *packetio.OpError whose cause is
+// err.
+func (q *TxQueue) opErr(op string, err error) error {
+	return packetio.NewOpError(op, Backend, q.iface, q.index, err)
 }
