@@ -136,79 +136,137 @@ func openDevice(name string, opts []Option) (*Device, error) {
 	return d, nil
 }
 
+// portSetup is what the steps of open share.
+type portSetup struct {
+	d                  *Device
+	name, driver       string
+	c                  *config
+	port               uint16
+	in                 eal.Info
+	xsk                bool // net_af_xdp: tx queue i shares rx queue i's rings
+	txDepth, rxDepth   int
+	flows              []flow.Flow
+	promisc            bool
+	kept               eal.Offloads
+	txFrames, rxFrames int
+	pairs              []*xskPair
+	first              int // next free frame of the region
+}
+
+// open brings the port up in named steps; the caller tears down whatever
+// the steps got to when one fails.
 func (d *Device) open(name, driver string, c *config) error {
-	devName := eal.DeviceName(name)
+	ps := &portSetup{d: d, name: name, driver: driver, c: c, promisc: c.promiscuous}
+	for _, step := range []func() error{
+		ps.claimPort,
+		ps.checkPort,
+		ps.compileSteering, // compile first, isolate before configure, install after start
+		ps.configure,
+		ps.reserveRegion,
+		ps.setupTx,
+		ps.setupRx,
+		ps.start,
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	d.caps = ps.capabilities()
+	return nil
+}
+
+// claimPort finds or probes the port and marks it open in this process.
+func (ps *portSetup) claimPort() error {
+	devName := eal.DeviceName(ps.name)
 	port, found := eal.FindPort(devName)
 	if found && openPorts[port] {
-		return fmt.Errorf("already open in this process: %w", packetio.ErrUnsupported)
+		return fmt.Errorf("%w: already open in this process", packetio.ErrBusy)
 	}
 	if !found {
-		p, err := eal.Probe(name, devName)
+		p, err := eal.Probe(ps.name, devName)
 		if err != nil {
 			return fmt.Errorf("opening: %w", err)
 		}
 		port = p
 	}
-	d.port, d.owned = port, true
+	ps.port = port
+	ps.d.port, ps.d.owned = port, true
 	openPorts[port] = true
-	in, err := eal.PortInfo(port)
+	return nil
+}
+
+// checkPort reads what the port offers and refuses what it cannot do.
+func (ps *portSetup) checkPort() error {
+	c, d := ps.c, ps.d
+	in, err := eal.PortInfo(ps.port)
 	if err != nil {
 		return err
 	}
-	d.info = Info{Name: name, Port: port, Driver: in.Driver, IfIndex: in.IfIndex, MAC: in.MAC, FrameSize: c.frameSize, EALArgs: eal.Started()}
+	ps.in = in
+	d.info = Info{Name: ps.name, Port: ps.port, Driver: in.Driver, IfIndex: in.IfIndex, MAC: in.MAC, FrameSize: c.frameSize, EALArgs: eal.Started()}
 	if c.txQueues > in.MaxTxQueues || c.rxQueues > in.MaxRxQueues {
 		return fmt.Errorf("%d tx and %d rx queues asked, the port has %d and %d: %w", c.txQueues, c.rxQueues, in.MaxTxQueues, in.MaxRxQueues, packetio.ErrUnsupported)
 	}
-	xsk := in.Driver == "net_af_xdp"
-	if xsk && c.rxQueues < c.txQueues {
+	ps.xsk = in.Driver == "net_af_xdp"
+	if ps.xsk && c.rxQueues < c.txQueues {
 		return fmt.Errorf("net_af_xdp transmits through the XDP socket of the receive queue with the same index: %d transmit queues need as many receive queues, %d asked: %w", c.txQueues, c.rxQueues, packetio.ErrUnsupported)
 	}
-	txDepth, rxDepth := c.txDepth, c.rxDepth
+	ps.txDepth, ps.rxDepth = c.txDepth, c.rxDepth
 	if in.TxDescMax > 0 {
-		txDepth = min(txDepth, in.TxDescMax)
+		ps.txDepth = min(ps.txDepth, in.TxDescMax)
 	}
 	if in.RxDescMax > 0 {
-		rxDepth = min(rxDepth, in.RxDescMax)
+		ps.rxDepth = min(ps.rxDepth, in.RxDescMax)
 	}
 	headroom := queue.DataStart
-	if in.Driver == "net_af_xdp" {
+	if ps.xsk {
 		headroom += 256 // XDP_PACKET_HEADROOM: af_xdp's packets start further in
 	}
 	d.info.MaxPacket = c.frameSize - headroom
 	if d.info.MaxPacket < 64 {
 		return fmt.Errorf("frame size %d leaves %d bytes for a packet: %w", c.frameSize, d.info.MaxPacket, packetio.ErrUnsupported)
 	}
+	return nil
+}
 
-	// Steering: compile first, isolate before configure, install after
-	// start.
-	var flows []flow.Flow
-	promisc := c.promiscuous
-	d.info.Steering = "every packet the port delivers"
-	if f := c.steering; f != nil {
-		if f.Promiscuous {
-			promisc = true
-		}
-		if len(f.Match) > 0 {
-			queues := make([]uint16, c.rxQueues)
-			for i := range queues {
-				queues[i] = uint16(i)
-			}
-			var mac *[6]byte
-			if in.IfIndex != 0 {
-				mac = &in.MAC
-			}
-			if flows, err = flow.BuildFilter(*f, queues, mac); err != nil {
-				return err
-			}
-			if in.IfIndex != 0 {
-				if err := flow.Isolate(eal.FlowEngine{Port: port}); err != nil {
-					return err
-				}
-			}
-		}
-		d.info.Steering = f.String()
+// compileSteering builds the flow rules and isolates the port, so that
+// only what they name reaches it.
+func (ps *portSetup) compileSteering() error {
+	c, in := ps.c, ps.in
+	ps.d.info.Steering = "every packet the port delivers"
+	f := c.steering
+	if f == nil {
+		return nil
 	}
+	ps.d.info.Steering = f.String()
+	if f.Promiscuous {
+		ps.promisc = true
+	}
+	if len(f.Match) == 0 {
+		return nil
+	}
+	queues := make([]uint16, c.rxQueues)
+	for i := range queues {
+		queues[i] = uint16(i)
+	}
+	var mac *[6]byte
+	if in.IfIndex != 0 {
+		mac = &in.MAC
+	}
+	var err error
+	if ps.flows, err = flow.BuildFilter(*f, queues, mac); err != nil {
+		return err
+	}
+	if in.IfIndex != 0 {
+		return flow.Isolate(eal.FlowEngine{Port: ps.port})
+	}
+	return nil
+}
 
+// configure sets the queue counts and offloads and checks what the driver
+// kept.
+func (ps *portSetup) configure() error {
+	c := ps.c
 	want := eal.Offloads(0)
 	if c.checksums {
 		want |= eal.RxChecksum | eal.TxChecksum
@@ -216,123 +274,147 @@ func (d *Device) open(name, driver string, c *config) error {
 	if c.tso {
 		want |= eal.TxTSO
 	}
-	kept, err := eal.Configure(port, c.rxQueues, c.txQueues, want)
+	kept, err := eal.Configure(ps.port, c.rxQueues, c.txQueues, want)
 	if err != nil {
 		return err
 	}
+	ps.kept = kept
 	if c.tso && kept&eal.TxTSO == 0 {
-		return fmt.Errorf("driver %s did not keep TCP segmentation offload: %w", in.Driver, packetio.ErrUnsupported)
+		return fmt.Errorf("driver %s did not keep TCP segmentation offload: %w", ps.in.Driver, packetio.ErrUnsupported)
 	}
+	return nil
+}
 
-	// The region: every transmit queue's frames, then every receive
-	// queue's, each slice a whole number of pages.
-	txFrames := c.framesFor(txDepth, 0)
+// reserveRegion reserves the frame region: every transmit queue's frames,
+// then every receive queue's, each slice a whole number of pages.
+func (ps *portSetup) reserveRegion() error {
+	c := ps.c
+	ps.txFrames = c.framesFor(ps.txDepth, 0)
 	rxAtLeast := 0
-	if in.Driver == "net_af_xdp" {
+	if ps.xsk {
 		rxAtLeast = 4096
 	}
-	rxFrames := c.framesFor(rxDepth, rxAtLeast)
-	total := c.txQueues*txFrames + c.rxQueues*rxFrames
+	ps.rxFrames = c.framesFor(ps.rxDepth, rxAtLeast)
+	total := c.txQueues*ps.txFrames + c.rxQueues*ps.rxFrames
 	regionSeq++
-	if d.region, err = eal.ReserveRegion(fmt.Sprintf("pio_region_%d_%d", port, regionSeq), total*c.frameSize, max(c.frameSize, 4096), in.Socket); err != nil {
+	var err error
+	if ps.d.region, err = eal.ReserveRegion(fmt.Sprintf("pio_region_%d_%d", ps.port, regionSeq), total*c.frameSize, max(c.frameSize, 4096), ps.in.Socket); err != nil {
 		return err
 	}
-	name0 := fmt.Sprintf("%s tx", name)
-	first := 0
-	var pairs []*xskPair // net_af_xdp: tx queue i shares rx queue i's rings
-	if xsk {
-		pairs = make([]*xskPair, c.rxQueues)
-		for i := range pairs {
-			pairs[i] = &xskPair{}
+	if ps.xsk {
+		ps.pairs = make([]*xskPair, c.rxQueues)
+		for i := range ps.pairs {
+			ps.pairs[i] = &xskPair{}
 		}
-		d.pairs = pairs
+		ps.d.pairs = ps.pairs
 	}
+	return nil
+}
+
+// setupTx sets up the transmit queues, each over its own mempool.
+func (ps *portSetup) setupTx() error {
+	c, d := ps.c, ps.d
 	for i := 0; i < c.txQueues; i++ {
-		mp, err := d.mempool(fmt.Sprintf("piot%d_%d_%d", port, regionSeq, i), first, txFrames, c.frameSize, in.Socket)
+		mp, err := d.mempool(fmt.Sprintf("piot%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.txFrames, c.frameSize, ps.in.Socket)
 		if err != nil {
 			return err
 		}
-		if err := eal.TxQueueSetup(port, i, txDepth, in.Socket); err != nil {
+		if err := eal.TxQueueSetup(ps.port, i, ps.txDepth, ps.in.Socket); err != nil {
 			return err
 		}
-		pmd := &eal.Queue{Port: port, Index: uint16(i)}
+		pmd := &eal.Queue{Port: ps.port, Index: uint16(i)}
 		var driver queue.PMD = pmd
-		if xsk {
-			driver = xskTx{q: pmd, p: pairs[i]}
+		if ps.xsk {
+			driver = xskTx{q: pmd, p: ps.pairs[i]}
 		}
 		q, err := queue.NewTx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
-			FirstFrame: first, Frames: txFrames, Depth: txDepth, Returned: mp.Returned,
-			TxChecksums: kept&eal.TxChecksum != 0, TSO: kept&eal.TxTSO != 0, PMD: driver,
-			Name: fmt.Sprintf("%s %d", name0, i),
+			FirstFrame: ps.first, Frames: ps.txFrames, Depth: ps.txDepth, Returned: mp.Returned,
+			TxChecksums: ps.kept&eal.TxChecksum != 0, TSO: ps.kept&eal.TxTSO != 0, PMD: driver,
+			Name: fmt.Sprintf("%s tx %d", ps.name, i),
 		})
 		if err != nil {
 			return err
 		}
 		d.txs = append(d.txs, &TxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd})
-		first += txFrames
+		ps.first += ps.txFrames
 	}
+	return nil
+}
+
+// setupRx sets up the receive queues, each over its own mempool, with its
+// supply full before the driver sees it.
+func (ps *portSetup) setupRx() error {
+	c, d := ps.c, ps.d
 	for i := 0; i < c.rxQueues; i++ {
-		mp, err := d.mempool(fmt.Sprintf("pior%d_%d_%d", port, regionSeq, i), first, rxFrames, c.frameSize, in.Socket)
+		mp, err := d.mempool(fmt.Sprintf("pior%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.rxFrames, c.frameSize, ps.in.Socket)
 		if err != nil {
 			return err
 		}
-		pmd := &eal.Queue{Port: port, Index: uint16(i)}
+		pmd := &eal.Queue{Port: ps.port, Index: uint16(i)}
 		var driver queue.PMD = pmd
 		var pair *xskPair
-		if xsk {
-			pair = pairs[i]
+		if ps.xsk {
+			pair = ps.pairs[i]
 			driver = xskRx{q: pmd, p: pair}
 		}
 		q, err := queue.NewRx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
-			FirstFrame: first, Frames: rxFrames, Depth: rxDepth, Supply: mp.Supply, Returned: mp.Returned,
-			RxChecksums: kept&eal.RxChecksum != 0, PMD: driver,
-			Name: fmt.Sprintf("%s rx %d", name, i),
+			FirstFrame: ps.first, Frames: ps.rxFrames, Depth: ps.rxDepth, Supply: mp.Supply, Returned: mp.Returned,
+			RxChecksums: ps.kept&eal.RxChecksum != 0, PMD: driver,
+			Name: fmt.Sprintf("%s rx %d", ps.name, i),
 		})
 		if err != nil {
 			return err
 		}
 		// The driver may take a whole ring's worth (af_xdp: its fill
 		// ring) at setup, so the supply is full before it.
-		q.Fill(rxFrames)
-		if err := eal.RxQueueSetup(port, i, rxDepth, in.Socket, mp); err != nil {
+		q.Fill(ps.rxFrames)
+		if err := eal.RxQueueSetup(ps.port, i, ps.rxDepth, ps.in.Socket, mp); err != nil {
 			return err
 		}
 		if pair != nil {
 			pair.rx = q
 		}
 		d.rxs = append(d.rxs, &RxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd, pair: pair})
-		first += rxFrames
+		ps.first += ps.rxFrames
 	}
-	if promisc {
-		if err := eal.Promiscuous(port, true); err != nil {
+	return nil
+}
+
+// start starts the port and installs the flow rules.
+func (ps *portSetup) start() error {
+	if ps.promisc {
+		if err := eal.Promiscuous(ps.port, true); err != nil {
 			return fmt.Errorf("promiscuous mode: %w", err)
 		}
 	}
-	if err := eal.Start(port); err != nil {
+	if err := eal.Start(ps.port); err != nil {
 		return err
 	}
-	d.started = true
-	if len(flows) > 0 {
-		if err := flow.Install(eal.FlowEngine{Port: port}, flows); err != nil {
-			return err
-		}
+	ps.d.started = true
+	if len(ps.flows) > 0 {
+		return flow.Install(eal.FlowEngine{Port: ps.port}, ps.flows)
 	}
+	return nil
+}
+
+// capabilities is what the started port does.
+func (ps *portSetup) capabilities() packetio.Capabilities {
+	c, in := ps.c, ps.in
 	maxQ := min(MaxQueues, in.MaxRxQueues, in.MaxTxQueues)
-	d.caps = packetio.Capabilities{
+	return packetio.Capabilities{
 		Backend:           backendName,
 		ZeroCopy:          !strings.HasPrefix(in.Driver, "net_"),
 		KernelCoexistence: in.IfIndex != 0,
 		RSS:               c.rxQueues > 1,
-		TxChecksumOffload: kept&eal.TxChecksum != 0,
-		RxChecksumFlags:   kept&eal.RxChecksum != 0,
+		TxChecksumOffload: ps.kept&eal.TxChecksum != 0,
+		RxChecksumFlags:   ps.kept&eal.RxChecksum != 0,
 		SharedRegion:      true,
 		HandsBackFrames:   true,
-		MaxFrameSize:      d.info.MaxPacket,
+		MaxFrameSize:      ps.d.info.MaxPacket,
 		MaxQueues:         max(maxQ, c.txQueues, c.rxQueues),
 	}
-	return nil
 }
 
 func (d *Device) mempool(name string, first, n, frameSize, socket int) (*eal.Mempool, error) {

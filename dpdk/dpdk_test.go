@@ -199,8 +199,8 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 	d := openT(t, "net_null0", small()...)
-	if _, err := Open("net_null0", small()...); err == nil || !strings.Contains(err.Error(), "already open") {
-		t.Fatalf("second Open of one device: %v", err)
+	if _, err := Open("net_null0", small()...); !errors.Is(err, packetio.ErrBusy) || !strings.Contains(err.Error(), "already open") {
+		t.Fatalf("second Open of one device: %v, want ErrBusy", err)
 	}
 	if _, err := Open("net_nosuchdriver0", small()...); err == nil || !strings.Contains(err.Error(), "opening") {
 		t.Fatalf("unknown driver: %v", err)

@@ -11,7 +11,6 @@
 package mockdev
 
 import (
-
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/pool"
 	"github.com/packetio/packetio/mlx5/internal/clock"

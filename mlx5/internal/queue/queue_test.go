@@ -30,10 +30,10 @@ func TestRegionNeverPanics(t *testing.T) {
 }
 
 func TestConstructorsRefuseMissingParts(t *testing.T) {
-	if _, err := NewTx(TxConfig{Iface: "x", }); err == nil {
+	if _, err := NewTx(TxConfig{Iface: "x"}); err == nil {
 		t.Fatal("NewTx without rings")
 	}
-	if _, err := NewRx(RxConfig{Iface: "x", }); err == nil {
+	if _, err := NewRx(RxConfig{Iface: "x"}); err == nil {
 		t.Fatal("NewRx without a ring")
 	}
 	d := &Device{}
