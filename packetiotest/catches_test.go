@@ -1,6 +1,8 @@
 package packetiotest_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,6 +32,7 @@ var faults = []struct {
 	{"close-does-not-wake-poll", "CloseWakesAPoller"},
 	{"reclaim-pools-frames", "ForwardingConservesFrames"},
 	{"frame-outside-region", "CapabilitiesAreSelfConsistent"},
+	{"bare-errors", "ErrorsAreOpErrors"},
 }
 
 func TestSuiteCatchesBrokenBackends(t *testing.T) {
@@ -110,6 +113,13 @@ func (q *faultyTx) Transmit(descs []packetio.Desc) int {
 }
 
 func (q *faultyTx) SendFunc(count int, build func(int, []byte) int) (int, error) {
+	if q.fault == "bare-errors" {
+		n, err := q.TxQueue.SendFunc(count, build)
+		if err != nil {
+			err = fmt.Errorf("send: %w", errors.Unwrap(err)) // the sentinel, without the OpError
+		}
+		return n, err
+	}
 	if q.fault != "sendfunc-sends-before-bad-length" {
 		return q.TxQueue.SendFunc(count, build)
 	}

@@ -111,6 +111,7 @@ var deviceChecks = [...]check{
 	{"ReclaimHandsFramesBack", reclaimHandsFramesBack},
 	{"CloseTwice", closeTwice},
 	{"MethodsAfterCloseAreSafe", methodsAfterClose},
+	{"ErrorsAreOpErrors", errorsAreOpErrors},
 	{"CapabilitiesAreSelfConsistent", capabilitiesAreConsistent},
 	{"CloseWakesAPoller", closeWakesAPoller},
 	{"ErrIsNilOnAHealthyQueue", errIsNilOnAHealthyQueue},

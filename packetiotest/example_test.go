@@ -46,7 +46,7 @@ func Example() {
 		fmt.Println(" ", name)
 	}
 	// Output:
-	// Run checks 20 rules:
+	// Run checks 21 rules:
 	//   AllocFreeRoundTrip
 	//   AllocGivesDistinctFramesInRegion
 	//   FramesAreConserved
@@ -58,6 +58,7 @@ func Example() {
 	//   ReclaimHandsFramesBack
 	//   CloseTwice
 	//   MethodsAfterCloseAreSafe
+	//   ErrorsAreOpErrors
 	//   CapabilitiesAreSelfConsistent
 	//   CloseWakesAPoller
 	//   ErrIsNilOnAHealthyQueue
