@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/affinity"
+	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/pool"
 	"github.com/packetio/packetio/mlx5/internal/clock"
 	"github.com/packetio/packetio/mlx5/internal/dv"
@@ -26,7 +26,7 @@ import (
 type Device struct {
 	*queue.Device
 	info      Info
-	place     *affinity.Placement
+	place     *host.Placement
 	pinFailed atomic.Uint64
 }
 
@@ -112,7 +112,7 @@ type opener struct {
 	va       uint64
 	unit     int // frames per unit of queue depth
 	next     int // next free frame index
-	place    *affinity.Placement
+	place    *host.Placement
 	d        *Device
 	hwRx     []*dv.RxQueue
 	steering []string
@@ -229,7 +229,7 @@ func (o *opener) planQueues() error {
 		return fmt.Errorf("%w: %d frames cannot be split over the queues", packetio.ErrInvalid, o.frames)
 	}
 	if len(c.cpus) > 0 {
-		if o.place, err = affinity.New(o.ifname, c.cpus); err != nil {
+		if o.place, err = host.New(o.ifname, c.cpus); err != nil {
 			return fmt.Errorf("%w: %w", packetio.ErrInvalid, err)
 		}
 	}
@@ -384,7 +384,7 @@ func hint(err error) error {
 // pinner is the queues' first-use hook: it pins the goroutine that first
 // drives a queue with place (a nil place leaves it to the scheduler) and
 // counts a pin the kernel refused, which Info reports.
-func pinner(place *affinity.Placement, failed *atomic.Uint64) func() {
+func pinner(place *host.Placement, failed *atomic.Uint64) func() {
 	return func() {
 		if _, err := place.Pin(); err != nil {
 			failed.Add(1)

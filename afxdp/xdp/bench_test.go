@@ -5,12 +5,10 @@ import (
 	"os"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/trafficgen"
@@ -76,21 +74,7 @@ func openFleet(b *testing.B, h *netns.Host, opts ...xdp.Option) *xdp.Fleet {
 // generic-mode program takes XDP frames from its peer only with NAPI on.
 func setGRO(b *testing.B, h *netns.Host) {
 	b.Helper()
-	err := h.Do(func() error {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		val := [2]uint32{0x2c, 1} // struct ethtool_value{ETHTOOL_SGRO, 1}
-		var ifr [40]byte
-		copy(ifr[:15], h.Link)
-		*(*uintptr)(unsafe.Pointer(&ifr[16])) = uintptr(unsafe.Pointer(&val))
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
-			return e
-		}
-		return nil
-	})
+	err := h.Do(func() error { return host.SetGRO(h.Link, true) })
 	if err != nil {
 		b.Fatalf("turn GRO on: %v", err)
 	}

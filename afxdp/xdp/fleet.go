@@ -15,6 +15,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/host"
 )
 
 // Fleet is one XDP program attached to an interface and one socket per
@@ -110,7 +111,7 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	}
 	attrs := lk.Attrs()
 	f = &Fleet{ifname: ifname, ifindex: attrs.Index}
-	f.info = Info{Interface: ifname, Ifindex: attrs.Index, Driver: driverName(ifname)}
+	f.info = Info{Interface: ifname, Ifindex: attrs.Index, Driver: host.Driver(ifname)}
 	fl := f // the named result is nil by the time a failure's cleanup runs
 	defer func() {
 		if err != nil {
@@ -128,7 +129,8 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	total, err := channels(ifname)
+	ch, err := host.ReadChannels(ifname)
+	total := ch.RxQueues()
 	if err != nil || total <= 0 {
 		total = max(attrs.NumRxQueues, 1)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/packetio/packetio/afxdp/xdp/internal/tune"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/netns"
 )
 
@@ -21,8 +21,8 @@ func napiOf(t *testing.T, h *netns.Host) (int, time.Duration) {
 	var d int
 	var fl time.Duration
 	err := h.Do(func() error {
-		return tune.InNetnsSysfs(func(root string) (err error) {
-			d, fl, err = tune.ReadNAPI(root, h.Link)
+		return host.InNetnsSysfs(func(root string) (err error) {
+			d, fl, err = host.ReadNAPI(root, h.Link)
 			return err
 		})
 	})

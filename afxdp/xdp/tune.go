@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/packetio/packetio/afxdp/xdp/internal/tune"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/host"
 )
 
 // NAPI deferral defaults a native attach applies on the drivers it is
@@ -38,7 +38,7 @@ var untunedDrivers = map[string]string{
 // Close (or a failed Open) restores in reverse order, and the decisions
 // Info reports.
 type hostTuning struct {
-	j        tune.Journal
+	j        host.Journal
 	notes    []string
 	cpus     []int // the worker CPU of each bound queue, -1 for none
 	restored bool
@@ -58,9 +58,9 @@ func (f *Fleet) tuneBeforeAttach(c *config, nq int) error {
 		t.notes = append(t.notes, fmt.Sprintf("xdp_tx_mpwqe left on (%d queues: the copied path scales past the pointer path's wall)", nq))
 		return nil
 	}
-	changed, err := tune.SetPrivFlag(&t.j, f.ifname, "xdp_tx_mpwqe", false)
+	changed, err := host.SetPrivFlag(&t.j, f.ifname, "xdp_tx_mpwqe", false)
 	switch {
-	case errors.Is(err, tune.ErrUnavailable), errors.Is(err, tune.ErrConflict):
+	case errors.Is(err, host.ErrUnavailable), errors.Is(err, host.ErrConflict):
 		t.notes = append(t.notes, "xdp_tx_mpwqe left alone: "+err.Error())
 	case err != nil:
 		return fmt.Errorf("the xdp_tx_mpwqe private flag: %w", err)
@@ -105,11 +105,11 @@ func (f *Fleet) tuneNAPI(c *config, grp bindGroup) error {
 		t.notes = append(t.notes, "napi untouched (WithNAPITuning flush 0)")
 		return nil
 	}
-	err := tune.InNetnsSysfs(func(root string) error {
-		return tune.TuneNAPI(&t.j, root, f.ifname, deferIRQs, flush)
+	err := host.InNetnsSysfs(func(root string) error {
+		return host.TuneNAPI(&t.j, root, f.ifname, deferIRQs, flush)
 	})
 	switch {
-	case errors.Is(err, tune.ErrUnavailable), errors.Is(err, tune.ErrConflict):
+	case errors.Is(err, host.ErrUnavailable), errors.Is(err, host.ErrConflict):
 		t.notes = append(t.notes, "napi untouched: "+err.Error())
 	case err != nil:
 		return fmt.Errorf("NAPI tuning: %w", err)
@@ -131,13 +131,13 @@ func (f *Fleet) place(c *config, grp bindGroup) error {
 		return nil
 	}
 	var (
-		irqs []tune.QueueIRQ
-		topo tune.Topology
+		irqs []host.QueueIRQ
+		topo host.Topology
 	)
-	irqErr := tune.InNetnsSysfs(func(root string) error {
+	irqErr := host.InNetnsSysfs(func(root string) error {
 		var err error
-		irqs, err = tune.FindIRQs(root, "/proc", f.ifname)
-		topo, _ = tune.ReadTopology(root)
+		irqs, err = host.FindIRQs(root, "/proc", f.ifname)
+		topo, _ = host.ReadTopology(root)
 		return err
 	})
 	if irqErr != nil && len(c.affinityCPUs) == 0 {
@@ -150,28 +150,28 @@ func (f *Fleet) place(c *config, grp bindGroup) error {
 		return nil
 	}
 	var allowed []int
-	for cpu := 0; cpu <= tune.MaxCPU; cpu++ {
+	for cpu := 0; cpu <= host.MaxCPU; cpu++ {
 		if set.IsSet(cpu) {
 			allowed = append(allowed, cpu)
 		}
 	}
 	receive := !allNone(c.matches)
-	in := tune.PlanInput{Topology: topo, Allowed: allowed, Receive: receive, CPUs: c.affinityCPUs}
-	qirq := make([]tune.QueueIRQ, len(f.sockets))
+	in := host.PlanInput{Topology: topo, Allowed: allowed, Receive: receive, CPUs: c.affinityCPUs}
+	qirq := make([]host.QueueIRQ, len(f.sockets))
 	for q := range f.sockets {
 		cpu := -1
-		if qi, ok := tune.ForQueue(irqs, q, receive); ok {
+		if qi, ok := host.ForQueue(irqs, q, receive); ok {
 			qirq[q], cpu = qi, qi.CPU()
 		}
 		in.IRQCPU = append(in.IRQCPU, cpu)
 	}
 	var why []string
-	for q, p := range tune.Plan(in) {
+	for q, p := range host.Plan(in) {
 		t.cpus[q] = p.Worker
 		f.sockets[q].pinCPU = p.Worker
 		if p.MoveIRQ >= 0 && qirq[q].IRQ > 0 {
-			if _, err := tune.MoveIRQ(&t.j, "/proc", qirq[q].IRQ, []int{p.MoveIRQ}); err != nil {
-				if !errors.Is(err, tune.ErrUnavailable) && !errors.Is(err, tune.ErrConflict) {
+			if _, err := host.MoveIRQ(&t.j, "/proc", qirq[q].IRQ, []int{p.MoveIRQ}); err != nil {
+				if !errors.Is(err, host.ErrUnavailable) && !errors.Is(err, host.ErrConflict) {
 					return fmt.Errorf("move the interrupt of queue %d: %w", q, err)
 				}
 				why = append(why, fmt.Sprintf("q%d interrupt left: %v", q, err))

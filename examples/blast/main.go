@@ -37,7 +37,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/testbed"
-	"github.com/packetio/packetio/internal/affinity"
+	"github.com/packetio/packetio/internal/host"
 )
 
 type options struct {
@@ -129,9 +129,9 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	if o.live {
 		return runLive(ctx, o, bed, spec, cpus, w)
 	}
-	var place *affinity.Placement
+	var place *host.Placement
 	if len(cpus) > 0 {
-		if place, err = affinity.New(bed.Name, cpus); err != nil {
+		if place, err = host.New(bed.Name, cpus); err != nil {
 			return result{}, err
 		}
 	}
@@ -246,15 +246,11 @@ func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, 
 	return result{packets: sent}, rerr
 }
 
-// parseCPUs reads "0,2,3".
+// parseCPUs reads "0,2,3" or "0-3".
 func parseCPUs(s string) ([]int, error) {
-	var cpus []int
-	for _, f := range splitList(s) {
-		var c int
-		if _, err := fmt.Sscan(f, &c); err != nil || c < 0 {
-			return nil, fmt.Errorf("-cpus %q: %q is not a CPU number", s, f)
-		}
-		cpus = append(cpus, c)
+	cpus, err := host.ParseCPUList(s)
+	if err != nil {
+		return nil, fmt.Errorf("-cpus: %w", err)
 	}
 	return cpus, nil
 }

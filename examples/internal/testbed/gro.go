@@ -3,63 +3,18 @@ package testbed
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/packetio/packetio/internal/host"
 )
-
-// ethtool commands for GRO (struct ethtool_value).
-const (
-	ethtoolGGRO = 0x2b
-	ethtoolSGRO = 0x2c
-)
-
-// ethtoolValue is struct ethtool_value.
-type ethtoolValue struct {
-	cmd, data uint32
-}
-
-// ifreqData is struct ifreq with its union holding a data pointer, as
-// SIOCETHTOOL takes it.
-type ifreqData struct {
-	name [unix.IFNAMSIZ]byte
-	data unsafe.Pointer
-	_    [24 - unsafe.Sizeof(uintptr(0))]byte
-}
 
 // ethtoolGRO reads (set false) or writes (set true) the GRO flag of ifname
-// through a socket of the calling thread's network namespace.
+// through internal/host, the one door to SIOCETHTOOL.
 func ethtoolGRO(ifname string, set, on bool) (bool, error) {
-	if len(ifname) == 0 || len(ifname) >= unix.IFNAMSIZ {
-		return false, fmt.Errorf("interface name %q", ifname)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return false, fmt.Errorf("socket: %w", err)
-	}
-	defer unix.Close(fd)
-	v := ethtoolValue{cmd: ethtoolGGRO}
 	if set {
-		v.cmd = ethtoolSGRO
-		if on {
-			v.data = 1
-		}
+		return on, host.SetGRO(ifname, on)
 	}
-	var ifr ifreqData
-	copy(ifr.name[:], ifname)
-	ifr.data = unsafe.Pointer(&v)
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	runtime.KeepAlive(&v)
-	if e != 0 {
-		name := "ETHTOOL_GGRO"
-		if set {
-			name = "ETHTOOL_SGRO"
-		}
-		return false, fmt.Errorf("%s on %s: %w", name, ifname, e)
-	}
-	return v.data != 0, nil
+	return host.GRO(ifname)
 }
 
 // GRO turns generic receive offload on or off on the example's own
@@ -135,45 +90,6 @@ func (b *Bed) groOn(in func(func() error) error, name string) (bool, error) {
 	return on, err
 }
 
-// ethtool channel commands (struct ethtool_channels).
-const (
-	ethtoolGChannels = 0x3c
-	ethtoolSChannels = 0x3d
-)
-
-// ethtoolChannels is struct ethtool_channels.
-type ethtoolChannels struct {
-	cmd                                     uint32
-	maxRx, maxTx, maxOther, maxCombined     uint32
-	rxCount, txCount, otherCount, combCount uint32
-}
-
 // setQueues makes ifname run n receive and n transmit queues (a veth's
 // channels), in the calling thread's namespace, unless it already does.
-func setQueues(ifname string, n int) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket: %w", err)
-	}
-	defer unix.Close(fd)
-	ch := ethtoolChannels{cmd: ethtoolGChannels}
-	call := func(name string) error {
-		var ifr ifreqData
-		copy(ifr.name[:], ifname)
-		ifr.data = unsafe.Pointer(&ch)
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-		runtime.KeepAlive(&ch)
-		if e != 0 {
-			return fmt.Errorf("%s on %s: %w", name, ifname, e)
-		}
-		return nil
-	}
-	if err := call("ETHTOOL_GCHANNELS"); err != nil {
-		return err
-	}
-	if int(ch.rxCount) == n && int(ch.txCount) == n {
-		return nil
-	}
-	ch.cmd, ch.rxCount, ch.txCount = ethtoolSChannels, uint32(n), uint32(n)
-	return call("ETHTOOL_SCHANNELS")
-}
+func setQueues(ifname string, n int) error { return host.SetChannels(ifname, n, n) }

@@ -3,13 +3,12 @@ package testbed
 import (
 	"io"
 	"testing"
-	"unsafe"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afpacket"
+	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -147,20 +146,9 @@ func TestOneQueueBothEnds(t *testing.T) {
 func channelsOf(t *testing.T, in func(func() error) error, name string) (rx, tx int) {
 	t.Helper()
 	if err := in(func() error {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		ch := ethtoolChannels{cmd: ethtoolGChannels}
-		var ifr ifreqData
-		copy(ifr.name[:], name)
-		ifr.data = unsafe.Pointer(&ch)
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
-			return e
-		}
-		rx, tx = int(ch.rxCount), int(ch.txCount)
-		return nil
+		ch, err := host.ReadChannels(name)
+		rx, tx = ch.Rx, ch.Tx
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}

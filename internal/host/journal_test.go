@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"errors"
@@ -248,7 +248,7 @@ func TestUnavailableError(t *testing.T) {
 	if u.Reason != "because" || u.What != "x on y" {
 		t.Fatalf("fields %+v", u)
 	}
-	if got := unavailable("x", "r", nil).Error(); got != "tune: x: r" {
+	if got := unavailable("x", "r", nil).Error(); got != "host: x: r" {
 		t.Fatalf("Error = %q", got)
 	}
 }

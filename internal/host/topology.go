@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"errors"
@@ -35,7 +35,7 @@ func ReadTopology(sysRoot string) (Topology, error) {
 	base := filepath.Join(sysRoot, "devices/system/cpu")
 	ents, err := os.ReadDir(base)
 	if err != nil {
-		return t, fmt.Errorf("tune: read CPU topology: %w", err)
+		return t, fmt.Errorf("host: read CPU topology: %w", err)
 	}
 	seen := 0
 	for _, e := range ents {
@@ -50,42 +50,48 @@ func ReadTopology(sysRoot string) (Topology, error) {
 		seen++
 		dir := filepath.Join(base, e.Name())
 		if s, err := readFile(filepath.Join(dir, "topology/thread_siblings_list")); err == nil {
-			if l := parseCPUList(s); len(l) > 0 {
+			if l := kernelCPUList(s); len(l) > 0 {
 				t.Siblings[c] = l
 			}
 		}
 		if s, err := readFile(filepath.Join(dir, "cache/index3/shared_cpu_list")); err == nil {
-			if l := parseCPUList(s); len(l) > 0 {
+			if l := kernelCPUList(s); len(l) > 0 {
 				t.Complex[c] = l
 			}
 		}
 	}
 	if seen == 0 {
-		return t, errors.New("tune: read CPU topology: no CPUs under " + base)
+		return t, errors.New("host: read CPU topology: no CPUs under " + base)
 	}
 	return t, nil
 }
 
-// parseCPUList parses a kernel CPU list ("0-3,8,10-11") into sorted,
-// distinct CPUs. Malformed or backwards parts and CPUs above MaxCPU are
-// skipped.
-func parseCPUList(s string) []int {
+// ParseCPUList parses a CPU list as sysfs and taskset write them
+// ("0-3,8,10-11") and as users type them, in its order, and refuses a
+// malformed or backwards part or a CPU above MaxCPU with an error naming
+// it.
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		a, b, err := cpuRange(part)
+		if err != nil {
+			return nil, fmt.Errorf("CPU list %q: %w", s, err)
+		}
+		for c := a; c <= b && b >= 0; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// kernelCPUList is ParseCPUList for what the kernel wrote: sorted and
+// distinct, a bad part skipped rather than refused.
+func kernelCPUList(s string) []int {
 	set := map[int]bool{}
 	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
+		a, b, err := cpuRange(part)
+		if err != nil {
 			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 || a > MaxCPU {
-			continue
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b > MaxCPU {
-				continue
-			}
 		}
 		for c := a; c <= b; c++ {
 			set[c] = true
@@ -97,6 +103,27 @@ func parseCPUList(s string) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// cpuRange parses one part of a CPU list, "3" or "0-3"; an empty part is
+// the empty range (-1, -2).
+func cpuRange(part string) (lo, hi int, err error) {
+	part = strings.TrimSpace(part)
+	if part == "" {
+		return -1, -2, nil
+	}
+	l, h, isRange := strings.Cut(part, "-")
+	a, err := strconv.Atoi(l)
+	if err != nil || a < 0 || a > MaxCPU {
+		return 0, 0, fmt.Errorf("%q is not a CPU number from 0 to %d", part, MaxCPU)
+	}
+	b := a
+	if isRange {
+		if b, err = strconv.Atoi(h); err != nil || b < a || b > MaxCPU {
+			return 0, 0, fmt.Errorf("%q is not a range of CPUs from 0 to %d", part, MaxCPU)
+		}
+	}
+	return a, b, nil
 }
 
 // formatCPUList writes CPUs as a kernel CPU list, ranges folded.

@@ -1,4 +1,4 @@
-package affinity
+package host
 
 import (
 	"errors"
@@ -127,23 +127,30 @@ func TestExplicitList(t *testing.T) {
 	}
 }
 
-func TestParseList(t *testing.T) {
+func TestParseCPUList(t *testing.T) {
 	for _, tc := range []struct {
-		in   string
-		want []int
+		in     string
+		want   []int
+		kernel []int // what kernelCPUList makes of it
+		bad    bool
 	}{
-		{"0-3,8,10-11", []int{0, 1, 2, 3, 8, 10, 11}},
-		{"", nil},
-		{"5-2,x,7", []int{7}},
-		{"-3,4-", nil},
-		{"1023,1024", []int{1023}},
+		{"0-3,8,10-11", []int{0, 1, 2, 3, 8, 10, 11}, []int{0, 1, 2, 3, 8, 10, 11}, false},
+		{"", nil, []int{}, false},
+		{"3,1,2", []int{3, 1, 2}, []int{1, 2, 3}, false},
+		{"5-2,x,7", nil, []int{7}, true},
+		{"-3,4-", nil, []int{}, true},
+		{"1023,1024", nil, []int{1023}, true},
 	} {
-		if got := parseList(tc.in); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("parseList(%q) = %v, want %v", tc.in, got, tc.want)
+		got, err := ParseCPUList(tc.in)
+		if (err != nil) != tc.bad || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseCPUList(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+		if k := kernelCPUList(tc.in); !reflect.DeepEqual(k, tc.kernel) {
+			t.Errorf("kernelCPUList(%q) = %v, want %v", tc.in, k, tc.kernel)
 		}
 	}
-	if got := parseList("0-1023,0-1023"); len(got) != MaxCPU+1 {
-		t.Errorf("parseList is not bounded: %d entries", len(got))
+	if got := kernelCPUList("0-1023,0-1023"); len(got) != MaxCPU+1 {
+		t.Errorf("kernelCPUList is not bounded: %d entries", len(got))
 	}
 }
 

@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"fmt"
@@ -43,9 +43,9 @@ func TestCPUList(t *testing.T) {
 		{"0-1,3", "[0 1 3]", "0-1,3"},
 	}
 	for _, tt := range tests {
-		l := parseCPUList(tt.in)
+		l := kernelCPUList(tt.in)
 		if got := fmt.Sprint(l); got != tt.parsed {
-			t.Errorf("parseCPUList(%q) = %s, want %s", tt.in, got, tt.parsed)
+			t.Errorf("kernelCPUList(%q) = %s, want %s", tt.in, got, tt.parsed)
 		}
 		if got := formatCPUList(l); got != tt.formatted {
 			t.Errorf("formatCPUList(%v) = %q, want %q", l, got, tt.formatted)

@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ import (
 func InNetnsSysfs(fn func(sysRoot string) error) error {
 	f, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {
-		return fmt.Errorf("tune: open this thread's network namespace: %w", err)
+		return fmt.Errorf("host: open this thread's network namespace: %w", err)
 	}
 	defer f.Close()
 	return InNetnsSysfsAt(int(f.Fd()), fn)
@@ -82,17 +82,17 @@ func privateSysfsThread(netnsFD int, flags uintptr, fn func(sysRoot string) erro
 // goroutine must be locked to a thread that is then thrown away.
 func privateSysfs(netnsFD int, flags uintptr, fn func(sysRoot string) error) error {
 	if err := unix.Setns(netnsFD, unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("tune: enter the network namespace: %w", err)
+		return fmt.Errorf("host: enter the network namespace: %w", err)
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return unavailable("a sysfs for this network namespace", "mounting one needs CAP_SYS_ADMIN", err)
 		}
-		return fmt.Errorf("tune: unshare the mount namespace: %w", err)
+		return fmt.Errorf("host: unshare the mount namespace: %w", err)
 	}
 	// Keep the new mount from propagating back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("tune: make mounts private: %w", err)
+		return fmt.Errorf("host: make mounts private: %w", err)
 	}
 	// A sysfs mounted now belongs to this thread's network namespace. The
 	// kernel answers EBUSY when that very sysfs is already the one on
@@ -100,7 +100,7 @@ func privateSysfs(netnsFD int, flags uintptr, fn func(sysRoot string) error) err
 	// is right as it is.
 	err := unix.Mount("sysfs", "/sys", "sysfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|flags, "")
 	if err != nil && !errors.Is(err, unix.EBUSY) {
-		return fmt.Errorf("tune: mount a sysfs for this network namespace: %w", err)
+		return fmt.Errorf("host: mount a sysfs for this network namespace: %w", err)
 	}
 	return fn("/sys")
 }

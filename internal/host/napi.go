@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"errors"
@@ -31,20 +31,20 @@ const (
 // different values gives ErrConflict. Either way nothing is changed.
 func TuneNAPI(j *Journal, sysRoot, ifname string, deferIRQs int, flush time.Duration) error {
 	if !safeName(ifname) {
-		return fmt.Errorf("tune: NAPI: bad interface name %q", ifname)
+		return fmt.Errorf("host: NAPI: bad interface name %q", ifname)
 	}
 	if deferIRQs < 0 || deferIRQs > math.MaxInt32 {
-		return fmt.Errorf("tune: NAPI on %s: napi_defer_hard_irqs %d is outside 0-%d", ifname, deferIRQs, math.MaxInt32)
+		return fmt.Errorf("host: NAPI on %s: napi_defer_hard_irqs %d is outside 0-%d", ifname, deferIRQs, math.MaxInt32)
 	}
 	if flush < 0 {
-		return fmt.Errorf("tune: NAPI on %s: negative gro_flush_timeout %v", ifname, flush)
+		return fmt.Errorf("host: NAPI on %s: negative gro_flush_timeout %v", ifname, flush)
 	}
 	dir := filepath.Join(sysRoot, "class/net", ifname)
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return unavailable("NAPI on "+ifname, "the interface is not in "+filepath.Join(sysRoot, "class/net")+" (another network namespace's sysfs?)", err)
 		}
-		return fmt.Errorf("tune: NAPI on %s: %w", ifname, err)
+		return fmt.Errorf("host: NAPI on %s: %w", ifname, err)
 	}
 	ns, err := netnsID()
 	if err != nil {
@@ -62,7 +62,7 @@ func TuneNAPI(j *Journal, sysRoot, ifname string, deferIRQs int, flush time.Dura
 		k := key{netns: ns, root: filepath.Clean(sysRoot), iface: ifname, setting: s.file}
 		if _, err := j.acquire(k, what, s.value, func() (handle, error) { return openFile(what, path) }); err != nil {
 			if rerr := j.rollback(mark); rerr != nil {
-				return errors.Join(err, fmt.Errorf("tune: roll back NAPI on %s: %w", ifname, rerr))
+				return errors.Join(err, fmt.Errorf("host: roll back NAPI on %s: %w", ifname, rerr))
 			}
 			return err
 		}
@@ -74,7 +74,7 @@ func TuneNAPI(j *Journal, sysRoot, ifname string, deferIRQs int, flush time.Dura
 // sysfs at sysRoot.
 func ReadNAPI(sysRoot, ifname string) (deferIRQs int, flush time.Duration, err error) {
 	if !safeName(ifname) {
-		return 0, 0, fmt.Errorf("tune: NAPI: bad interface name %q", ifname)
+		return 0, 0, fmt.Errorf("host: NAPI: bad interface name %q", ifname)
 	}
 	dir := filepath.Join(sysRoot, "class/net", ifname)
 	d, err := readFile(filepath.Join(dir, DeferIRQsFile))
@@ -86,11 +86,11 @@ func ReadNAPI(sysRoot, ifname string) (deferIRQs int, flush time.Duration, err e
 		return 0, 0, classify(FlushTimeoutFile+" on "+ifname, err)
 	}
 	if deferIRQs, err = strconv.Atoi(d); err != nil {
-		return 0, 0, fmt.Errorf("tune: %s on %s: %w", DeferIRQsFile, ifname, err)
+		return 0, 0, fmt.Errorf("host: %s on %s: %w", DeferIRQsFile, ifname, err)
 	}
 	ns, err := strconv.ParseInt(f, 10, 64)
 	if err != nil {
-		return 0, 0, fmt.Errorf("tune: %s on %s: %w", FlushTimeoutFile, ifname, err)
+		return 0, 0, fmt.Errorf("host: %s on %s: %w", FlushTimeoutFile, ifname, err)
 	}
 	return deferIRQs, time.Duration(ns), nil
 }

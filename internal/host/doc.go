@@ -1,7 +1,11 @@
-// Package tune changes the host settings an AF_XDP fleet runs better with,
-// and puts every one of them back.
+// Package host owns every change packetio makes to the host and its undo:
+// the one door to SIOCETHTOOL (ethtool_unsafe.go), the sysfs and procfs
+// settings, NAPI, interrupt placement, CPU affinity and worker pinning,
+// and the Journal that puts each change back. Nothing here runs unless an
+// option asks for it: a backend opened with default options changes
+// nothing through this package.
 //
-// What it changes:
+// What it changes, when asked:
 //
 //   - NAPI deferral (TuneNAPI): napi_defer_hard_irqs and gro_flush_timeout
 //     in /sys/class/net/<if>/, so the kernel lets packets accumulate
@@ -11,7 +15,13 @@
 //   - Driver private flags (SetPrivFlag): mlx5's xdp_tx_mpwqe, through the
 //     SIOCETHTOOL ioctl.
 //
-// What it only reads: the per-queue interrupts of a device and where they
+//   - Worker placement (Placement.Pin): the CPU affinity of the calling
+//     thread, not of the host.
+//   - GRO and channel counts (SetGRO, SetChannels): only for tests and
+//     examples, on veth pairs they made.
+//
+// What it only reads: channel counts and the driver (ReadChannels,
+// Driver), snapshots of the tunables (TakeSnapshot), the per-queue interrupts of a device and where they
 // land (FindIRQs), the CPU topology (ReadTopology), from which Plan decides
 // where each queue's worker runs. Busy-poll is the socket's business, not
 // this package's.
@@ -38,4 +48,4 @@
 // Failures that only mean "this host cannot do that" (no such file,
 // read-only sysfs, no permission, unknown driver) are *UnavailableError,
 // matching ErrUnavailable, with a Reason meant for an Info line.
-package tune
+package host

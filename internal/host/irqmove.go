@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"fmt"
@@ -17,14 +17,14 @@ import (
 // *UnavailableError.
 func MoveIRQ(j *Journal, procRoot string, irq int, cpus []int) (changed bool, err error) {
 	if irq < 0 {
-		return false, fmt.Errorf("tune: move irq %d: bad interrupt number", irq)
+		return false, fmt.Errorf("host: move irq %d: bad interrupt number", irq)
 	}
 	if len(cpus) == 0 {
-		return false, fmt.Errorf("tune: move irq %d: no CPUs given", irq)
+		return false, fmt.Errorf("host: move irq %d: no CPUs given", irq)
 	}
 	for _, c := range cpus {
 		if c < 0 || c > MaxCPU {
-			return false, fmt.Errorf("tune: move irq %d: CPU %d is outside 0-%d", irq, c, MaxCPU)
+			return false, fmt.Errorf("host: move irq %d: CPU %d is outside 0-%d", irq, c, MaxCPU)
 		}
 	}
 	what := "smp_affinity_list of irq " + strconv.Itoa(irq)
@@ -48,7 +48,7 @@ func (h cpuListHandle) read() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if l := parseCPUList(s); len(l) > 0 {
+	if l := kernelCPUList(s); len(l) > 0 {
 		return formatCPUList(l), nil
 	}
 	return s, nil

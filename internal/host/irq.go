@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"bufio"
@@ -112,21 +112,21 @@ const noIRQ = "no per-queue interrupt found"
 func FindIRQs(sysRoot, procRoot, ifname string) ([]QueueIRQ, error) {
 	what := "interrupts of " + ifname
 	if !safeName(ifname) {
-		return nil, fmt.Errorf("tune: bad interface name %q", ifname)
+		return nil, fmt.Errorf("host: bad interface name %q", ifname)
 	}
 	netdir := filepath.Join(sysRoot, "class/net", ifname)
 	if _, err := os.Stat(netdir); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, unavailable(what, "the interface is not in "+filepath.Join(sysRoot, "class/net")+" (another network namespace's sysfs?)", err)
 		}
-		return nil, fmt.Errorf("tune: %s: %w", what, err)
+		return nil, fmt.Errorf("host: %s: %w", what, err)
 	}
 	dev, err := filepath.EvalSymlinks(filepath.Join(netdir, "device"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, unavailable(what, noIRQ+": a virtual interface without a bus device", nil)
 		}
-		return nil, fmt.Errorf("tune: %s: %w", what, err)
+		return nil, fmt.Errorf("host: %s: %w", what, err)
 	}
 	driver := ""
 	if l, err := os.Readlink(filepath.Join(dev, "driver")); err == nil {
@@ -150,7 +150,7 @@ func FindIRQs(sysRoot, procRoot, ifname string) ([]QueueIRQ, error) {
 	}
 	ents, err := os.ReadDir(msiDir)
 	if err != nil {
-		return nil, fmt.Errorf("tune: %s: %w", what, err)
+		return nil, fmt.Errorf("host: %s: %w", what, err)
 	}
 	mine := map[int]bool{}
 	for _, e := range ents {
@@ -168,7 +168,7 @@ func FindIRQs(sysRoot, procRoot, ifname string) ([]QueueIRQ, error) {
 	names, err := parseInterrupts(f)
 	f.Close()
 	if err != nil {
-		return nil, fmt.Errorf("tune: %s: %w", what, err)
+		return nil, fmt.Errorf("host: %s: %w", what, err)
 	}
 	var out []QueueIRQ
 	for irq := range mine {
@@ -219,7 +219,7 @@ func irqCPUs(procRoot string, irq int) []int {
 	dir := filepath.Join(procRoot, "irq", strconv.Itoa(irq))
 	for _, f := range []string{"effective_affinity_list", "smp_affinity_list"} {
 		if s, err := readFile(filepath.Join(dir, f)); err == nil {
-			if l := parseCPUList(s); len(l) > 0 {
+			if l := kernelCPUList(s); len(l) > 0 {
 				return l
 			}
 		}

@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"bytes"
@@ -136,7 +136,7 @@ func (h *privFlagHandle) write(v string) error {
 	case "off":
 		m &^= h.bit
 	default:
-		return fmt.Errorf("tune: %s: value %q is neither on nor off", h.what, v)
+		return fmt.Errorf("host: %s: value %q is neither on nor off", h.what, v)
 	}
 	if err := setPrivFlags(h.dev, h.ifname, m); err != nil {
 		return ethtoolErr(h.what, err)
@@ -156,7 +156,7 @@ func ethtoolErr(what string, err error) error {
 	case errors.Is(err, unix.ENODEV):
 		return unavailable(what, "no such interface in this network namespace", err)
 	}
-	return fmt.Errorf("tune: %s: %w", what, err)
+	return fmt.Errorf("host: %s: %w", what, err)
 }
 
 // SetPrivFlag turns the driver private flag (as in ethtool
@@ -178,10 +178,10 @@ func SetPrivFlag(j *Journal, ifname, flag string, on bool) (changed bool, err er
 
 func setPrivFlag(j *Journal, open func() (ethtoolIO, error), ifname, flag string, on bool) (bool, error) {
 	if !safeName(ifname) {
-		return false, fmt.Errorf("tune: private flag %s: bad interface name %q", flag, ifname)
+		return false, fmt.Errorf("host: private flag %s: bad interface name %q", flag, ifname)
 	}
 	if flag == "" || len(flag) >= ethGStringLen {
-		return false, fmt.Errorf("tune: private flag %q on %s: bad flag name", flag, ifname)
+		return false, fmt.Errorf("host: private flag %q on %s: bad flag name", flag, ifname)
 	}
 	what := "private flag " + flag + " on " + ifname
 	ns, err := netnsID()
@@ -192,7 +192,7 @@ func setPrivFlag(j *Journal, open func() (ethtoolIO, error), ifname, flag string
 	return j.acquire(k, what, onOff(on), func() (handle, error) {
 		dev, err := open()
 		if err != nil {
-			return nil, fmt.Errorf("tune: %s: %w", what, err)
+			return nil, fmt.Errorf("host: %s: %w", what, err)
 		}
 		names, err := privFlagNames(dev, ifname)
 		if err != nil {
@@ -212,7 +212,7 @@ func setPrivFlag(j *Journal, open func() (ethtoolIO, error), ifname, flag string
 func PrivFlag(ifname, flag string) (bool, error) {
 	dev, err := openEthtool()
 	if err != nil {
-		return false, fmt.Errorf("tune: private flag %s on %s: %w", flag, ifname, err)
+		return false, fmt.Errorf("host: private flag %s on %s: %w", flag, ifname, err)
 	}
 	defer dev.close()
 	return privFlag(dev, ifname, flag)
@@ -221,7 +221,7 @@ func PrivFlag(ifname, flag string) (bool, error) {
 func privFlag(dev ethtoolIO, ifname, flag string) (bool, error) {
 	what := "private flag " + flag + " on " + ifname
 	if !safeName(ifname) {
-		return false, fmt.Errorf("tune: %s: bad interface name", what)
+		return false, fmt.Errorf("host: %s: bad interface name", what)
 	}
 	names, err := privFlagNames(dev, ifname)
 	if err != nil {

@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"errors"
@@ -39,7 +39,7 @@ func openFile(what, path string) (handle, error) {
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(int(f.Fd()), &fs); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("tune: %s: statfs %s: %w", what, path, err)
+		return nil, fmt.Errorf("host: %s: statfs %s: %w", what, path, err)
 	}
 	plain := fs.Type != unix.SYSFS_MAGIC && fs.Type != unix.PROC_SUPER_MAGIC
 	return &fileHandle{what: what, f: f, plain: plain}, nil
@@ -49,7 +49,7 @@ func (h *fileHandle) read() (string, error) {
 	buf := make([]byte, 4096)
 	n, err := h.f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("tune: read %s (%s): %w", h.what, h.f.Name(), err)
+		return "", fmt.Errorf("host: read %s (%s): %w", h.what, h.f.Name(), err)
 	}
 	return strings.TrimSpace(string(buf[:n])), nil
 }
@@ -87,7 +87,7 @@ func classify(what string, err error) error {
 		// /proc/irq/<n>/smp_affinity_list of a managed interrupt.
 		return unavailable(what, "the kernel refused the change (a kernel-managed setting)", err)
 	}
-	return fmt.Errorf("tune: %s: %w", what, err)
+	return fmt.Errorf("host: %s: %w", what, err)
 }
 
 // netnsID returns the inode of the calling thread's network namespace. The
@@ -96,11 +96,11 @@ func classify(what string, err error) error {
 func netnsID() (uint64, error) {
 	fi, err := os.Stat("/proc/thread-self/ns/net")
 	if err != nil {
-		return 0, fmt.Errorf("tune: identify the network namespace: %w", err)
+		return 0, fmt.Errorf("host: identify the network namespace: %w", err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return 0, errors.New("tune: identify the network namespace: no inode")
+		return 0, errors.New("host: identify the network namespace: no inode")
 	}
 	return st.Ino, nil
 }

@@ -1,4 +1,4 @@
-// Package affinity places packet workers on CPUs.
+// Worker placement.
 //
 // A Placement is an ordered list of CPUs; each worker that calls Pin takes
 // the next one and is locked to it (the goroutine to its OS thread, the
@@ -8,12 +8,12 @@
 // first; the remaining SMT siblings come last, so a machine with few cores
 // still places every worker. Where the topology says nothing, New returns a
 // nil Placement, which leaves placement to the scheduler and says so.
-package affinity
+
+package host
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -24,11 +24,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxCPU is the highest CPU number a placement may name.
-const MaxCPU = 1023
-
 // ErrNoCPU is returned by Pin when every CPU of the placement is taken.
-var ErrNoCPU = errors.New("affinity: no CPU left for another worker")
+var ErrNoCPU = errors.New("host: no CPU left for another worker")
 
 // Placement hands CPUs to workers in order. Its methods are safe from any
 // goroutine. The nil Placement leaves every worker to the scheduler.
@@ -52,7 +49,7 @@ func New(ifname string, want []int) (*Placement, error) {
 func allowed() (map[int]bool, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("affinity: read the CPU mask: %w", err)
+		return nil, fmt.Errorf("host: read the CPU mask: %w", err)
 	}
 	m := map[int]bool{}
 	for c := 0; c <= MaxCPU; c++ {
@@ -72,13 +69,13 @@ func newAt(sys, ifname string, want []int, mask func() (map[int]bool, error)) (*
 		seen := map[int]bool{}
 		for _, c := range want {
 			if c < 0 || c > MaxCPU {
-				return nil, fmt.Errorf("affinity: CPU %d is outside 0-%d", c, MaxCPU)
+				return nil, fmt.Errorf("host: CPU %d is outside 0-%d", c, MaxCPU)
 			}
 			if !ok[c] {
-				return nil, fmt.Errorf("affinity: CPU %d is not in this process's affinity mask", c)
+				return nil, fmt.Errorf("host: CPU %d is not in this process's affinity mask", c)
 			}
 			if seen[c] {
-				return nil, fmt.Errorf("affinity: CPU %d named twice", c)
+				return nil, fmt.Errorf("host: CPU %d named twice", c)
 			}
 			seen[c] = true
 		}
@@ -199,7 +196,7 @@ func (p *Placement) Pin() (int, error) {
 		}
 		p.mu.Unlock()
 		runtime.UnlockOSThread()
-		return -1, fmt.Errorf("affinity: pin to CPU %d: %w", cpu, err)
+		return -1, fmt.Errorf("host: pin to CPU %d: %w", cpu, err)
 	}
 	return cpu, nil
 }
@@ -221,30 +218,6 @@ func (p *Placement) String() string {
 	return fmt.Sprintf("%s: CPUs %s%s", p.note, strings.Join(parts, ","), more)
 }
 
-// safeName reports whether an interface name can be joined into a sysfs
-// path without leaving the directory.
-func safeName(s string) bool {
-	if s == "" || len(s) > 15 || s == "." || s == ".." {
-		return false
-	}
-	return !strings.ContainsAny(s, "/\x00")
-}
-
-// readFile reads at most 64 KiB of a sysfs file.
-func readFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	n, err := f.Read(buf)
-	if n == 0 && err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(buf[:n])), nil
-}
-
 func readInt(path string) (int, error) {
 	s, err := readFile(path)
 	if err != nil {
@@ -258,32 +231,5 @@ func readList(path string) []int {
 	if err != nil {
 		return nil
 	}
-	return parseList(s)
-}
-
-// parseList parses a kernel CPU list ("0-3,8,10-11"), bounded to MaxCPU+1
-// entries; bad and backwards ranges are skipped.
-func parseList(s string) []int {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 || a > MaxCPU {
-			continue
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b > MaxCPU {
-				continue
-			}
-		}
-		for c := a; c <= b && len(out) <= MaxCPU; c++ {
-			out = append(out, c)
-		}
-	}
-	return out
+	return kernelCPUList(s)
 }

@@ -1,4 +1,4 @@
-package tune
+package host
 
 import (
 	"errors"
@@ -29,9 +29,9 @@ type UnavailableError struct {
 	Err error
 }
 
-// Error returns "tune: <what>: <reason>".
+// Error returns "host: <what>: <reason>".
 func (e *UnavailableError) Error() string {
-	s := "tune: " + e.What + ": " + e.Reason
+	s := "host: " + e.What + ": " + e.Reason
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}
@@ -131,7 +131,7 @@ func (j *Journal) acquire(k key, what, value string, open func() (handle, error)
 	defer registry.mu.Unlock()
 	if e := registry.held[k]; e != nil {
 		if e.value != value {
-			return false, fmt.Errorf("tune: %s is %s for another fleet in this process, refusing %s: %w", what, e.value, value, ErrConflict)
+			return false, fmt.Errorf("host: %s is %s for another fleet in this process, refusing %s: %w", what, e.value, value, ErrConflict)
 		}
 		e.refs++
 		j.push(&step{change: Change{What: what, From: e.orig, To: value}, entry: e})
@@ -158,7 +158,7 @@ func (j *Journal) acquire(k key, what, value string, open func() (handle, error)
 
 func closeErr(what string, h handle) error {
 	if err := h.close(); err != nil {
-		return fmt.Errorf("tune: close %s: %w", what, err)
+		return fmt.Errorf("host: close %s: %w", what, err)
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func release(s *step) error {
 		// A device that went away took the setting with it: nothing to
 		// put back.
 		if werr := e.h.write(e.orig); werr != nil && !errors.Is(werr, unix.ENODEV) {
-			err = fmt.Errorf("tune: restore %s to %s: %w", e.what, e.orig, werr)
+			err = fmt.Errorf("host: restore %s to %s: %w", e.what, e.orig, werr)
 		}
 	}
 	return errors.Join(err, closeErr(e.what, e.h))
