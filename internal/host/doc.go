@@ -10,13 +10,16 @@
 //   - NAPI deferral (TuneNAPI): napi_defer_hard_irqs and gro_flush_timeout
 //     in /sys/class/net/<if>/, so the kernel lets packets accumulate
 //     instead of waking the receiver on every poll.
+//
 //   - Interrupt routing (MoveIRQ): /proc/irq/<n>/smp_affinity_list, when a
 //     queue's interrupt must be brought beside the worker the caller named.
+//
 //   - Driver private flags (SetPrivFlag): mlx5's xdp_tx_mpwqe, through the
 //     SIOCETHTOOL ioctl.
 //
 //   - Worker placement (Placement.Pin): the CPU affinity of the calling
 //     thread, not of the host.
+//
 //   - GRO and channel counts (SetGRO, SetChannels): only for tests and
 //     examples, on veth pairs they made.
 //
