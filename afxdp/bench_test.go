@@ -27,7 +27,7 @@ var benchSteer = afxdp.WithSteering(testFilter)
 
 // benchPlace keeps the measured worker on CPU 1, the feeder (and the
 // kernel's half of receiving) on CPU 0.
-var benchPlace = afxdp.WithAffinity(1)
+var benchPlace = afxdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}})
 
 // feeder floods the device's end from the other namespace, from inside
 // the kernel, until the benchmark ends.

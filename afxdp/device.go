@@ -92,10 +92,8 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 	if c.txCsum {
 		xo = append(xo, xdp.WithTxMetadata())
 	}
-	if c.noAffinity {
-		xo = append(xo, xdp.WithoutAffinity())
-	} else if len(c.cpus) > 0 {
-		xo = append(xo, xdp.WithAffinity(c.cpus...))
+	if c.tuning != nil {
+		xo = append(xo, xdp.WithHostTuning(*c.tuning))
 	}
 	xo = append(xo, c.xdp...)
 	fleet, err := xdp.Open(ifname, xo...)

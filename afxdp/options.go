@@ -28,8 +28,7 @@ type config struct {
 	txCsum      bool
 	match       *filter.Match
 	noStamps    bool
-	cpus        []int
-	noAffinity  bool
+	tuning      *xdp.Tuning
 	xdp         []xdp.Option
 }
 
@@ -95,18 +94,18 @@ func WithFrameSize(n int) Option { return func(c *config) { c.frameSize = n } }
 // marked packetio.OptContinued, in both directions.
 func WithMultiBuffer() Option { return func(c *config) { c.multiBuffer = true } }
 
-// WithAffinity names the CPU of each queue's worker: queue q runs on
-// cpus[q%len(cpus)].
-func WithAffinity(cpus ...int) Option {
-	return func(c *config) { c.cpus, c.noAffinity = append([]int(nil), cpus...), false }
+// WithHostTuning lets Open change the host as t says: NAPI deferral,
+// worker placement and interrupt moves, mlx5's xdp_tx_mpwqe flag (see
+// xdp.Tuning; xdp.DefaultTuning is what measured best). Without it Open
+// changes nothing on the host but attaching the XDP program. Every change is
+// listed in Info().Tuning and put back on Close.
+func WithHostTuning(t xdp.Tuning) Option {
+	return func(c *config) { c.tuning = &t }
 }
 
-// WithoutAffinity leaves every worker where the Go scheduler puts it.
-func WithoutAffinity() Option { return func(c *config) { c.cpus, c.noAffinity = nil, true } }
-
 // WithXDP passes options of the datapath (package afxdp/xdp) through, after
-// the ones this package sets, so they win: the mode, busy polling, NAPI
-// tuning, ring sizes. xdp.WithFilter and xdp.WithExcept add to the steering
+// the ones this package sets, so they win: the mode, busy polling, ring
+// sizes. xdp.WithFilter and xdp.WithExcept add to the steering
 // filter's matches (as alternatives and exceptions).
 func WithXDP(opts ...xdp.Option) Option {
 	return func(c *config) { c.xdp = append(c.xdp, opts...) }

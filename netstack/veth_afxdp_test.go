@@ -57,7 +57,7 @@ func afxdpOpen(mode string, opts ...afxdp.Option) func(*netns.Host, afxdpsteer.T
 		if mode == "generic" {
 			xo = xdp.WithGenericMode()
 		}
-		all := append(steer, afxdp.WithXDP(xo), afxdp.WithoutAffinity(), afxdp.WithFrames(4096))
+		all := append(steer, afxdp.WithXDP(xo), afxdp.WithFrames(4096))
 		d, err := afxdp.Open(h.Link, append(all, opts...)...)
 		if err != nil {
 			return nil, err

@@ -32,7 +32,7 @@ var benchModes = []struct {
 func BenchmarkReceiveStamped(b *testing.B) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), xdp.WithDriverMode(), xdp.WithRxTimestamps())
+	f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), xdp.WithDriverMode(), xdp.WithRxTimestamps())
 	var g *trafficgen.Generator
 	if err := p.A.Do(func() (err error) {
 		g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
@@ -131,7 +131,7 @@ func receiveLoop(b *testing.B, s *xdp.Socket, busy bool) {
 // blocking in Poll or busy-polling the ring, in native and generic mode.
 func BenchmarkReceive(b *testing.B) {
 	if iface := os.Getenv(benchIfaceEnv); iface != "" {
-		f, err := xdp.Open(iface, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithAffinity(1))
+		f, err := xdp.Open(iface, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func BenchmarkReceive(b *testing.B) {
 				if m.name == "generic" {
 					setGRO(b, p.B)
 				}
-				f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), m.opt)
+				f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), m.opt)
 				var g *trafficgen.Generator
 				if err := p.A.Do(func() (err error) {
 					g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
@@ -231,7 +231,7 @@ func transmitLoop(b *testing.B, s *xdp.Socket) {
 // drops them, in native and generic mode.
 func BenchmarkTransmit(b *testing.B) {
 	if iface := os.Getenv(benchIfaceEnv); iface != "" {
-		f, err := xdp.Open(iface, xdp.WithFilter(filter.MatchNone()), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithAffinity(1))
+		f, err := xdp.Open(iface, xdp.WithFilter(filter.MatchNone()), xdp.WithNeedWakeup(), xdp.WithQueues(1), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func BenchmarkTransmit(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			testenv.NeedBPF(b)
 			p := netns.New(b)
-			transmitLoop(b, openFleet(b, p.A, xdp.WithFilter(filter.MatchNone()), xdp.WithNeedWakeup(), xdp.WithAffinity(1), m.opt).Socket(0))
+			transmitLoop(b, openFleet(b, p.A, xdp.WithFilter(filter.MatchNone()), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), m.opt).Socket(0))
 		})
 	}
 }
@@ -254,7 +254,7 @@ func BenchmarkTransmit(b *testing.B) {
 func BenchmarkForward(b *testing.B) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	s := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithAffinity(1), xdp.WithDriverMode()).Socket(0)
+	s := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), xdp.WithDriverMode()).Socket(0)
 	var g *trafficgen.Generator
 	if err := p.A.Do(func() (err error) {
 		g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))

@@ -34,20 +34,11 @@ type Fleet struct {
 	progCfg filter.Program // what the attached program was built from
 	feat    devFeatures
 	tuning  hostTuning
+	pins    threadPins // the worker threads its sockets pinned
 
 	closeMu sync.Mutex
 	closed  bool
 }
-
-// openFleets holds every open fleet until Close: a program that keeps only
-// the sockets must not let the collector finalise the Fleet, whose BPF link
-// would then close and detach the program under live sockets (bound, and
-// silently receiving nothing).
-var openFleets sync.Map
-
-// testHookOpened, set by tests, runs when Open has done everything; an
-// error fails Open there, to prove the rollback of a complete bring-up.
-var testHookOpened func(*Fleet) error
 
 // bindGroup is one way of attaching the program, with the bind flags to
 // try under it, best first.
@@ -92,7 +83,6 @@ func Open(ifname string, opts ...Option) (*Fleet, error) {
 	if err != nil {
 		return nil, packetio.NewOpError("open", "afxdp", ifname, packetio.NoQueue, err)
 	}
-	openFleets.Store(f, struct{}{})
 	return f, nil
 }
 
@@ -198,8 +188,8 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 			if err := f.tune(c, grp); err != nil {
 				return nil, err
 			}
-			if testHookOpened != nil {
-				if err := testHookOpened(f); err != nil {
+			if c.onOpened != nil {
+				if err := c.onOpened(f); err != nil {
 					return nil, err
 				}
 			}
@@ -310,6 +300,11 @@ func (f *Fleet) openSockets(c *config, g socketGeometry, flags uint16, nq int) (
 		if err != nil {
 			return err
 		}
+		// A program that keeps only the sockets must not let the
+		// collector finalise the Fleet, whose BPF link would then
+		// close and detach the program under live sockets (bound,
+		// and silently receiving nothing): each socket holds it.
+		s.owner, s.pins = f, &f.pins
 		f.sockets = append(f.sockets, s)
 		if err := f.xsks.Put(uint32(q), uint32(s.fd)); err != nil {
 			return fmt.Errorf("register queue %d in the socket map: %w", q, err)
@@ -448,7 +443,6 @@ func (f *Fleet) Close() error {
 		return nil
 	}
 	f.closed = true
-	openFleets.Delete(f)
 	return f.teardown()
 }
 

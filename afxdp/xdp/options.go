@@ -92,13 +92,8 @@ type config struct {
 	onForeign func(addr uint64)
 	hugePages bool
 
-	autoTuneOff  bool
-	napiDefer    int
-	napiFlush    time.Duration
-	napiSet      bool
-	affinityOff  bool
-	affinityCPUs []int
-	mpwqeOff     bool
+	tuning       *Tuning              // nil: change nothing on the host
+	onOpened     func(f *Fleet) error // tests: runs when Open is done; an error fails it
 	frameSizeSet bool
 }
 
@@ -244,27 +239,56 @@ func WithOnForeignComplete(fn func(addr uint64)) Option {
 // reserved; otherwise Open falls back to normal pages and Info says why.
 func WithHugePages() Option { return func(c *config) { c.hugePages = true } }
 
-// WithoutAutoTune leaves every host setting alone: no NAPI deferral, no IRQ
-// moves, no driver flag.
-func WithoutAutoTune() Option { return func(c *config) { c.autoTuneOff = true } }
-
-// WithNAPITuning sets the NAPI deferral a native attach applies:
-// napi_defer_hard_irqs and gro_flush_timeout. A flush of 0 turns it off.
-func WithNAPITuning(deferIRQs int, flush time.Duration) Option {
-	return func(c *config) { c.napiDefer, c.napiFlush, c.napiSet = deferIRQs, flush, true }
+// Tuning is every change to the host a Fleet may make. Without
+// WithHostTuning, Open changes nothing on the host but attaching its XDP
+// program; with it, Open makes the changes the fields ask for through
+// internal/host's journal, lists each in Info().Tuning, and Close (or a
+// failed Open) puts every one back. The zero Tuning changes nothing either.
+type Tuning struct {
+	// NAPIDefer and NAPIFlush are the NAPI deferral a native attach
+	// applies (napi_defer_hard_irqs and gro_flush_timeout in
+	// /sys/class/net/<if>/): the kernel lets packets gather for NAPIDefer
+	// polls, flushing at most NAPIFlush later, instead of waking the
+	// receiver every time. A NAPIFlush of 0 leaves NAPI alone.
+	NAPIDefer int
+	NAPIFlush time.Duration
+	// NAPIAllDrivers applies the deferral on every driver. Without it,
+	// drivers where it measured no gain are left alone: veth (no hard
+	// interrupt to defer) and devices with no driver.
+	NAPIAllDrivers bool
+	// Place puts each queue's worker (the goroutine that first drives
+	// its socket) on the CPU planned beside the queue's interrupt, by
+	// core and cache, and moves an interrupt where the plan needs it.
+	Place bool
+	// CPUs names the worker CPU of each queue: queue q runs on
+	// CPUs[q%len(CPUs)]. With Place the plan takes them and may move
+	// interrupts beside them; without it only the workers are pinned.
+	CPUs []int
+	// MLX5TxMPWQEOff turns mlx5's xdp_tx_mpwqe private flag off for up to
+	// four queues (pointer descriptors transmit faster there; more
+	// queues keep the driver's default).
+	MLX5TxMPWQEOff bool
 }
 
-// WithAffinity names the CPU of each queue's worker: queue q runs on
-// cpus[q%len(cpus)].
-func WithAffinity(cpus ...int) Option {
-	return func(c *config) { c.affinityCPUs = append([]int(nil), cpus...); c.affinityOff = false }
+// DefaultTuning is what Open did by itself before tuning became opt-in,
+// measured to help on the drivers it touches: NAPI deferral of
+// DefaultNAPIDefer polls and DefaultNAPIFlush on drivers other than veth,
+// workers placed beside their interrupts on a native attach, and mlx5's
+// xdp_tx_mpwqe off for up to four queues.
+func DefaultTuning() Tuning {
+	return Tuning{NAPIDefer: DefaultNAPIDefer, NAPIFlush: DefaultNAPIFlush, Place: true, MLX5TxMPWQEOff: true}
 }
 
-// WithoutAffinity leaves every worker to the Go scheduler.
-func WithoutAffinity() Option { return func(c *config) { c.affinityOff, c.affinityCPUs = true, nil } }
+// WithHostTuning lets Open change the host as t says (see Tuning). It
+// replaces an earlier WithHostTuning.
+func WithHostTuning(t Tuning) Option {
+	t.CPUs = append([]int(nil), t.CPUs...)
+	return func(c *config) { c.tuning = &t }
+}
 
-// WithoutMPWQETune leaves the mlx5 xdp_tx_mpwqe private flag as it is.
-func WithoutMPWQETune() Option { return func(c *config) { c.mpwqeOff = true } }
+// withOpenedHook runs fn when Open has done everything; an error fails
+// Open there. Tests use it to prove the rollback of a complete bring-up.
+func withOpenedHook(fn func(*Fleet) error) Option { return func(c *config) { c.onOpened = fn } }
 
 // socketGeometry is a socket's checked frame and ring layout.
 type socketGeometry struct {

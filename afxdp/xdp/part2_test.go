@@ -46,7 +46,7 @@ func TestNAPITuningIsRestored(t *testing.T) {
 	}
 	f.Close()
 
-	opts := []Option{WithFilter(filter.MatchEtherType(testEtherType)), WithDriverMode(), WithNAPITuning(3, 50*time.Microsecond)}
+	opts := []Option{WithFilter(filter.MatchEtherType(testEtherType)), WithDriverMode(), WithHostTuning(Tuning{NAPIDefer: 3, NAPIFlush: 50 * time.Microsecond, NAPIAllDrivers: true})}
 	f = openIn(t, p.B, opts...)
 	if d, fl := napiOf(t, p.B); d != 3 || fl != 50*time.Microsecond {
 		t.Fatalf("while open: %d/%v, want 3/50us", d, fl)
@@ -62,10 +62,9 @@ func TestNAPITuningIsRestored(t *testing.T) {
 	}
 
 	// An Open that fails after tuning restores too.
-	testHookOpened = func(*Fleet) error { return errors.New("injected failure") }
-	defer func() { testHookOpened = nil }()
+	failing := append(opts, withOpenedHook(func(*Fleet) error { return errors.New("injected failure") }))
 	err := p.B.Do(func() error {
-		_, err := Open(p.B.Link, opts...)
+		_, err := Open(p.B.Link, failing...)
 		return err
 	})
 	if err == nil {

@@ -70,6 +70,8 @@ type Socket struct {
 	pinCPU         int         // the CPU the driving goroutine is placed on, -1 for none
 	pinned         atomic.Bool // placement done (or declined)
 	pinRefused     atomic.Uint64
+	pins           *threadPins // shared by a fleet's sockets
+	owner          *Fleet      // keeps the fleet, and its program, reachable
 	maps           [][]byte
 
 	ops     atomic.Int64 // calls of neither half in progress (Stats), for Close
@@ -191,7 +193,7 @@ func openSocket(sp socketSpec) (*Socket, error) {
 	s := &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, ifname: ifaceName(sp.ifindex), queue: sp.queue, frameSize: g.frameSize,
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
 		multiBuffer: c.multiBuf, stamps: c.stamps, txMeta: c.txMeta, reuseRx: c.reuseRx,
-		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1}
+		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1, pins: new(threadPins)}
 	for _, step := range []func(socketSpec) (string, error){
 		s.openFDs,
 		s.attachUMEM,

@@ -14,21 +14,22 @@ import (
 	"github.com/packetio/packetio/internal/host"
 )
 
-// NAPI deferral defaults a native attach applies on the drivers it is
-// measured to help: let the kernel batch two NAPI rounds before re-arming
+// The NAPI deferral of DefaultTuning, which a native attach applies on the
+// drivers it is measured to help: let the kernel batch two NAPI rounds before re-arming
 // the interrupt, and flush at most 20 us later. Seed measurements on mlx5
 // at 48 queues halved the machine's cost; a flush of 200 us capped a queue
 // near 5 Mpps, 20 us lifts the cap above any one queue. veth has no hard
 // interrupt to defer, and deferral measured inside the run-to-run spread
 // there (receive 3.84 against 3.46 Mpps, medians of 7 pinned runs, ranges
 // 2.96-4.14 and 3.21-4.06) while it holds a lone packet up to the flush
-// timeout, so veth is left alone unless WithNAPITuning asks.
+// timeout, so veth is left alone unless Tuning.NAPIAllDrivers asks.
 const (
 	DefaultNAPIDefer = 2
 	DefaultNAPIFlush = 20 * time.Microsecond
 )
 
-// untunedDrivers are left with the kernel's NAPI settings by default.
+// untunedDrivers keep the kernel's NAPI settings unless
+// Tuning.NAPIAllDrivers asks. A read-only table.
 var untunedDrivers = map[string]string{
 	"veth": "veth has no hard interrupt to defer, and deferral measured within the noise on it",
 	"":     "a virtual device with no driver to tune",
@@ -48,7 +49,7 @@ type hostTuning struct {
 // transmit-packing flag, which reopens the driver's channels.
 func (f *Fleet) tuneBeforeAttach(c *config, nq int) error {
 	t := &f.tuning
-	if c.autoTuneOff || c.mpwqeOff || f.info.Driver != "mlx5_core" {
+	if c.tuning == nil || !c.tuning.MLX5TxMPWQEOff || f.info.Driver != "mlx5_core" {
 		return nil
 	}
 	// Up to four transmit queues run pointer descriptors faster (17.5
@@ -78,31 +79,31 @@ func (f *Fleet) tune(c *config, grp bindGroup) error {
 	for i := range t.cpus {
 		t.cpus[i] = -1
 	}
-	if c.autoTuneOff {
-		t.notes = append(t.notes, "auto-tuning off (WithoutAutoTune)")
-		return f.placeExplicit(c)
+	if c.tuning == nil {
+		t.notes = append(t.notes, "no host tuning (the default; WithHostTuning asks for it)")
+		return nil
 	}
-	if err := f.tuneNAPI(c, grp); err != nil {
+	if err := f.tuneNAPI(c.tuning, grp); err != nil {
 		return err
+	}
+	if !c.tuning.Place {
+		return f.placeExplicit(c.tuning)
 	}
 	return f.place(c, grp)
 }
 
-func (f *Fleet) tuneNAPI(c *config, grp bindGroup) error {
+func (f *Fleet) tuneNAPI(tu *Tuning, grp bindGroup) error {
 	t := &f.tuning
-	deferIRQs, flush := DefaultNAPIDefer, DefaultNAPIFlush
-	if c.napiSet {
-		deferIRQs, flush = c.napiDefer, c.napiFlush
-	}
+	deferIRQs, flush := tu.NAPIDefer, tu.NAPIFlush
 	switch why, untuned := untunedDrivers[f.info.Driver]; {
 	case !grp.native:
 		t.notes = append(t.notes, "napi untouched (generic mode)")
 		return nil
-	case untuned && !c.napiSet:
+	case untuned && !tu.NAPIAllDrivers:
 		t.notes = append(t.notes, "napi untouched ("+why+")")
 		return nil
 	case flush <= 0:
-		t.notes = append(t.notes, "napi untouched (WithNAPITuning flush 0)")
+		t.notes = append(t.notes, "napi untouched (Tuning.NAPIFlush 0)")
 		return nil
 	}
 	err := host.InNetnsSysfs(func(root string) error {
@@ -118,15 +119,12 @@ func (f *Fleet) tuneNAPI(c *config, grp bindGroup) error {
 }
 
 // place decides where each queue's worker runs: beside its queue's
-// interrupt, or on the CPUs WithAffinity names. Interrupts are moved only
-// with WithAffinity, through the journal.
+// interrupt, or on the CPUs Tuning.CPUs names, moving an interrupt where
+// the plan needs it, through the journal.
 func (f *Fleet) place(c *config, grp bindGroup) error {
 	t := &f.tuning
-	if c.affinityOff {
-		t.notes = append(t.notes, "placement off (WithoutAffinity)")
-		return nil
-	}
-	if !grp.native && len(c.affinityCPUs) == 0 {
+	cpus := c.tuning.CPUs
+	if !grp.native && len(cpus) == 0 {
 		t.notes = append(t.notes, "workers unplaced (generic mode)")
 		return nil
 	}
@@ -140,7 +138,7 @@ func (f *Fleet) place(c *config, grp bindGroup) error {
 		topo, _ = host.ReadTopology(root)
 		return err
 	})
-	if irqErr != nil && len(c.affinityCPUs) == 0 {
+	if irqErr != nil && len(cpus) == 0 {
 		t.notes = append(t.notes, "workers unplaced: "+irqErr.Error())
 		return nil
 	}
@@ -156,7 +154,7 @@ func (f *Fleet) place(c *config, grp bindGroup) error {
 		}
 	}
 	receive := !allNone(c.matches)
-	in := host.PlanInput{Topology: topo, Allowed: allowed, Receive: receive, CPUs: c.affinityCPUs}
+	in := host.PlanInput{Topology: topo, Allowed: allowed, Receive: receive, CPUs: cpus}
 	qirq := make([]host.QueueIRQ, len(f.sockets))
 	for q := range f.sockets {
 		cpu := -1
@@ -183,17 +181,18 @@ func (f *Fleet) place(c *config, grp bindGroup) error {
 	return nil
 }
 
-// placeExplicit honours WithAffinity when auto-tuning is off: workers only,
-// interrupts untouched.
-func (f *Fleet) placeExplicit(c *config) error {
-	if len(c.affinityCPUs) == 0 || c.affinityOff {
+// placeExplicit pins workers to Tuning.CPUs without Tuning.Place:
+// workers only, interrupts untouched.
+func (f *Fleet) placeExplicit(tu *Tuning) error {
+	if len(tu.CPUs) == 0 {
+		f.tuning.notes = append(f.tuning.notes, "workers left to the scheduler (Tuning.Place and Tuning.CPUs unset)")
 		return nil
 	}
 	for q, s := range f.sockets {
-		cpu := c.affinityCPUs[q%len(c.affinityCPUs)]
+		cpu := tu.CPUs[q%len(tu.CPUs)]
 		f.tuning.cpus[q], s.pinCPU = cpu, cpu
 	}
-	f.tuning.notes = append(f.tuning.notes, fmt.Sprintf("workers on CPUs %v (WithAffinity)", c.affinityCPUs))
+	f.tuning.notes = append(f.tuning.notes, fmt.Sprintf("workers on CPUs %v (Tuning.CPUs)", tu.CPUs))
 	return nil
 }
 
@@ -246,9 +245,33 @@ func (t *hostTuning) restore() error {
 // goroutine drives the socket.
 func (f *Fleet) Affinity() []int { return append([]int(nil), f.tuning.cpus...) }
 
-// pinnedThreads maps an OS thread to the CPU a socket pinned it to: a
-// goroutine that drives several queues is pinned once, for the first.
-var pinnedThreads sync.Map
+// threadPins maps an OS thread to the CPU a socket pinned it to, for the
+// sockets of one fleet: a goroutine that drives several queues is pinned
+// once, for the first.
+type threadPins struct {
+	mu    sync.Mutex
+	byTID map[int]int
+}
+
+// claim records tid as pinned to cpu, and reports whether it already was.
+func (p *threadPins) claim(tid, cpu int) (had bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, had = p.byTID[tid]; !had {
+		if p.byTID == nil {
+			p.byTID = map[int]int{}
+		}
+		p.byTID[tid] = cpu
+	}
+	return had
+}
+
+// release forgets tid (its pin was refused).
+func (p *threadPins) release(tid int) {
+	p.mu.Lock()
+	delete(p.byTID, tid)
+	p.mu.Unlock()
+}
 
 // pin locks the calling goroutine to its thread and the thread to the
 // socket's CPU, once. A refusal (a cpuset that excludes the CPU) is taken as
@@ -257,17 +280,16 @@ func (s *Socket) pin() {
 	s.pinned.Store(true)
 	runtime.LockOSThread()
 	tid := unix.Gettid()
-	if _, ok := pinnedThreads.Load(tid); ok {
+	if s.pins.claim(tid, s.pinCPU) {
 		return
 	}
 	var set unix.CPUSet
 	set.Set(s.pinCPU)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		s.pins.release(tid)
 		s.pinRefused.Add(1)
 		runtime.UnlockOSThread()
-		return
 	}
-	pinnedThreads.Store(tid, s.pinCPU)
 }
 
 // maybePin is the one atomic load a packet call pays for placement.

@@ -136,7 +136,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 		}
 	}
 	d, err := bed.Open(func(name string) (packetio.Device, error) {
-		return backend.Open(o.backend, name, backend.Config{TxQueues: o.queues, RxQueues: 0, Placed: place != nil})
+		return backend.Open(o.backend, name, backend.Config{TxQueues: o.queues, RxQueues: 0})
 	})
 	if err != nil {
 		return result{}, err

@@ -282,7 +282,7 @@ func steering() packetio.SteeringFilter {
 // openBackend opens name on side A of r with txq and rxq queues; workers
 // are placed by the sweep, never by the backend.
 func (e *env) openBackend(r *rig, name string, txq, rxq int) (packetio.Device, error) {
-	c := backend.Config{TxQueues: txq, RxQueues: rxq, Placed: true}
+	c := backend.Config{TxQueues: txq, RxQueues: rxq}
 	if rxq > 0 {
 		c.Steering = backend.Steering(name, steering())
 	}

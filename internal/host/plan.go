@@ -17,7 +17,7 @@ type PlanInput struct {
 	// Receive is true when the fleet can receive; false for a transmit-only
 	// fleet (a filter that redirects nothing).
 	Receive bool
-	// CPUs are the CPUs named with WithAffinity; empty for automatic
+	// CPUs are the CPUs the caller named (xdp.Tuning.CPUs); empty for automatic
 	// placement. The i-th bound queue runs on CPUs[i%len(CPUs)].
 	CPUs []int
 }

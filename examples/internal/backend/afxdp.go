@@ -24,9 +24,6 @@ func init() {
 		if c.FrameSize > 0 {
 			opts = append(opts, afxdp.WithFrameSize(c.FrameSize))
 		}
-		if c.Placed {
-			opts = append(opts, afxdp.WithoutAffinity())
-		}
 		return afxdp.Open(name, opts...)
 	})
 }

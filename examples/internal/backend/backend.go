@@ -22,10 +22,6 @@ type Config struct {
 	// has one (afpacket: WithLowLatency). The polling backends (dpdk,
 	// mlx5) have no wait to shorten and ignore it.
 	LowLatency bool
-	// Placed says the example pins its own workers to CPUs, so a backend
-	// that would place them itself (afxdp) must leave them alone: one
-	// placement owner, never two.
-	Placed bool
 }
 
 // Opener opens a device on an interface (or a backend-specific name).

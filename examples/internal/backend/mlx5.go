@@ -25,9 +25,6 @@ func init() {
 		if len(c.Steering.Match) > 0 || c.Steering.Promiscuous {
 			opts = append(opts, mlx5.WithSteering(c.Steering))
 		}
-		if c.Placed {
-			opts = append(opts, mlx5.WithoutAffinity())
-		}
 		return mlx5.Open(name, opts...)
 	})
 }

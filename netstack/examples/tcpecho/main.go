@@ -217,10 +217,6 @@ func open(o options, backend, iface string, need afxdpsteer.Traffic) (packetio.D
 		if err != nil {
 			return nil, err
 		}
-		// The stack drives a transmit queue from whichever goroutine
-		// writes: no queue has one worker to place beside its
-		// interrupt.
-		opts = append(opts, afxdp.WithoutAffinity())
 		if !o.noTxCsum {
 			opts = append(opts, afxdp.WithTxChecksumOffload())
 		}
