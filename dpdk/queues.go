@@ -4,7 +4,6 @@ package dpdk
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/dpdk/internal/eal"
 	"github.com/packetio/packetio/dpdk/internal/queue"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 // region is the device's memzone as a packetio.Region. After Close it is
@@ -249,33 +249,25 @@ func (r *RxQueue) Fill(n int) int {
 // closes. DPDK cannot peek, so what it finds is kept for Receive.
 func (r *RxQueue) Poll(timeout time.Duration) (int, error) {
 	r.polls.Add(1)
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	for spins := 0; ; spins++ {
-		r.mu.Lock()
-		if r.dead() {
-			r.mu.Unlock()
-			return 0, opErr(r.d, "poll", r.index, packetio.ErrClosed)
-		}
-		n := r.q.Ready()
+	return spinwait.Wait(timeout, r.look)
+}
+
+// look is one look of Poll: the packets ready, or why there will be none.
+func (r *RxQueue) look() (int, error) {
+	r.mu.Lock()
+	if r.dead() {
 		r.mu.Unlock()
-		if n > 0 {
-			return n, nil
-		}
-		if err := r.q.Err(); err != nil {
-			return 0, opErr(r.d, "poll", r.index, err)
-		}
-		if timeout == 0 || (timeout > 0 && spins&63 == 63 && time.Now().After(deadline)) {
-			return 0, nil
-		}
-		if spins < 256 {
-			runtime.Gosched()
-		} else {
-			time.Sleep(20 * time.Microsecond)
-		}
+		return 0, opErr(r.d, "poll", r.index, packetio.ErrClosed)
 	}
+	n := r.q.Ready()
+	r.mu.Unlock()
+	if n > 0 {
+		return n, nil
+	}
+	if err := r.q.Err(); err != nil {
+		return 0, opErr(r.d, "poll", r.index, err)
+	}
+	return 0, nil
 }
 
 // Receive returns up to max packets.

@@ -2,13 +2,13 @@ package queue
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/pool"
+	"github.com/packetio/packetio/internal/spinwait"
 	"github.com/packetio/packetio/mlx5/internal/ring"
 )
 
@@ -118,33 +118,25 @@ func (q *RxQueue) Fill(n int) int {
 // while; a negative timeout spins until a packet arrives or Close.
 func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 	q.polls.Add(1)
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	for spin := 0; ; spin++ {
-		q.mu.Lock()
-		if q.closed.Load() {
-			q.mu.Unlock()
-			return 0, q.opErr("poll", packetio.ErrClosed)
-		}
-		n := q.ring.Ready(1 << 30)
+	return spinwait.Wait(timeout, q.look)
+}
+
+// look is one look of Poll: the packets ready, or why there will be none.
+func (q *RxQueue) look() (int, error) {
+	q.mu.Lock()
+	if q.closed.Load() {
 		q.mu.Unlock()
-		if n > 0 {
-			return n, nil
-		}
-		if err := q.ring.Err(); err != nil {
-			return 0, q.opErr("poll", err)
-		}
-		if timeout == 0 || (timeout > 0 && !time.Now().Before(deadline)) {
-			return 0, nil
-		}
-		if spin < 256 {
-			runtime.Gosched()
-		} else {
-			time.Sleep(20 * time.Microsecond)
-		}
+		return 0, q.opErr("poll", packetio.ErrClosed)
 	}
+	n := q.ring.Ready(1 << 30)
+	q.mu.Unlock()
+	if n > 0 {
+		return n, nil
+	}
+	if err := q.ring.Err(); err != nil {
+		return 0, q.opErr("poll", err)
+	}
+	return 0, nil
 }
 
 // Receive returns up to max received packets; buffers of error completions

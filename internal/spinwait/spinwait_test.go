@@ -1,0 +1,53 @@
+package spinwait
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestWait(t *testing.T) {
+	boom := errors.New("closed")
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		readyAt int // the look that sees something; -1 never
+		failAt  int // the look that fails; -1 never
+		want    int
+		err     error
+		looks   int // at least
+	}{
+		{"ready at once", time.Second, 0, -1, 3, nil, 1},
+		{"timeout 0 looks once", 0, -1, -1, 0, nil, 1},
+		{"ready after yields", time.Second, 300, -1, 3, nil, 301},
+		{"error ends the wait", -1, -1, 10, 0, boom, 11},
+		{"timeout passes", 5 * time.Millisecond, -1, -1, 0, nil, Yields},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			looks := 0
+			start := time.Now()
+			n, err := Wait(tc.timeout, func() (int, error) {
+				looks++
+				switch looks - 1 {
+				case tc.readyAt:
+					return 3, nil
+				case tc.failAt:
+					return 0, boom
+				}
+				return 0, nil
+			})
+			if n != tc.want || !errors.Is(err, tc.err) && err != tc.err {
+				t.Fatalf("Wait = %d, %v; want %d, %v", n, err, tc.want, tc.err)
+			}
+			if looks < tc.looks {
+				t.Errorf("%d looks, want at least %d", looks, tc.looks)
+			}
+			if tc.timeout > 0 && tc.readyAt < 0 && time.Since(start) < tc.timeout {
+				t.Errorf("returned after %v, before the %v timeout", time.Since(start), tc.timeout)
+			}
+			if tc.timeout == 0 && looks != 1 {
+				t.Errorf("timeout 0 looked %d times", looks)
+			}
+		})
+	}
+}
