@@ -11,21 +11,21 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/devqueues"
 	"github.com/packetio/packetio/internal/pool"
 )
 
 // Device is an opened interface: AF_PACKET sockets (one per queue index),
 // their receive rings and one frame region shared by every queue.
 type Device struct {
-	name    string
-	ifindex int
-	cfg     resolved
-	reg     *region
-	socks   []*sock
-	efds    []int
-	tx      []*TxQueue
-	rx      []*RxQueue
-	caps    packetio.Capabilities
+	name                                string
+	ifindex                             int
+	cfg                                 resolved
+	reg                                 *region
+	socks                               []*sock
+	efds                                []int
+	devqueues.Lists[*TxQueue, *RxQueue] // Tx and Rx, with the Device lookups
+	caps                                packetio.Capabilities
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
@@ -115,7 +115,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		if err != nil {
 			return nil, fail("tx %d: %w", i, err)
 		}
-		d.tx = append(d.tx, newTxQueue(d, i, d.socks[i].fd, d.reg, p, cfg.gso, cfg.multiBuffer))
+		d.Tx = append(d.Tx, newTxQueue(d, i, d.socks[i].fd, d.reg, p, cfg.gso, cfg.multiBuffer))
 	}
 	for i := range cfg.rxQueues {
 		p, err := pool.New((cfg.txQueues+i)*cfg.perQueue, cfg.perQueue, cfg.frameSize)
@@ -127,7 +127,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 			return nil, fail("rx %d: eventfd: %w", i, err)
 		}
 		d.efds = append(d.efds, efd)
-		d.rx = append(d.rx, newRxQueue(d, i, d.socks[i], efd, d.reg, p, cfg.gso, cfg.multiBuffer))
+		d.Rx = append(d.Rx, newRxQueue(d, i, d.socks[i], efd, d.reg, p, cfg.gso, cfg.multiBuffer))
 	}
 
 	d.caps = packetio.Capabilities{
@@ -166,28 +166,6 @@ func (d *Device) interfaceAlive(fd int) bool {
 // only WithGSO.
 func (d *Device) Capabilities() packetio.Capabilities { return d.caps }
 
-// NumTxQueues is the number of transmit queues.
-func (d *Device) NumTxQueues() int { return len(d.tx) }
-
-// NumRxQueues is the number of receive queues.
-func (d *Device) NumRxQueues() int { return len(d.rx) }
-
-// TxQueue returns transmit queue i, or nil when i is out of range.
-func (d *Device) TxQueue(i int) packetio.TxQueue {
-	if i < 0 || i >= len(d.tx) {
-		return nil
-	}
-	return d.tx[i]
-}
-
-// RxQueue returns receive queue i, or nil when i is out of range.
-func (d *Device) RxQueue(i int) packetio.RxQueue {
-	if i < 0 || i >= len(d.rx) {
-		return nil
-	}
-	return d.rx[i]
-}
-
 // Close closes every queue (waking a goroutine blocked in Poll), the sockets
 // and the rings, and unmaps the region. It is idempotent. The Region and
 // every slice taken from it are invalid afterwards.
@@ -203,10 +181,10 @@ func (d *Device) Close() error {
 
 // teardown releases whatever Open got to, in reverse order.
 func (d *Device) teardown() {
-	for _, q := range d.rx {
+	for _, q := range d.Rx {
 		_ = q.Close()
 	}
-	for _, q := range d.tx {
+	for _, q := range d.Tx {
 		_ = q.Close()
 	}
 	for _, s := range d.socks {

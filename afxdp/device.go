@@ -8,20 +8,20 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/devqueues"
 )
 
 // Device is an interface opened through AF_XDP: one XDP program steering
 // the packets it names to one socket per queue, every queue over one shared
 // UMEM where the kernel allows it.
 type Device struct {
-	name   string
-	fleet  *xdp.Fleet
-	info   xdp.Info
-	tx     []*TxQueue
-	rx     []*RxQueue
-	caps   packetio.Capabilities
-	stamps bool
-	txCsum bool // transmit queues honour checksum requests
+	name                                string
+	fleet                               *xdp.Fleet
+	info                                xdp.Info
+	devqueues.Lists[*TxQueue, *RxQueue] // Tx and Rx, with the Device lookups
+	caps                                packetio.Capabilities
+	stamps                              bool
+	txCsum                              bool // transmit queues honour checksum requests
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
@@ -124,9 +124,9 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		if reg == nil {
 			reg = newRegion(s.UMEM(), info.FrameSize)
 		}
-		d.tx = append(d.tx, &TxQueue{d: d, s: s, index: i, reg: reg, addrs: make([]uint64, 0, 4096)})
+		d.Tx = append(d.Tx, &TxQueue{d: d, s: s, index: i, reg: reg, addrs: make([]uint64, 0, 4096)})
 		if !c.txOnly {
-			d.rx = append(d.rx, &RxQueue{d: d, s: s, index: i, reg: reg})
+			d.Rx = append(d.Rx, &RxQueue{d: d, s: s, index: i, reg: reg})
 		}
 	}
 	maxPkt := 0
@@ -141,7 +141,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		ZeroCopy:          info.ZeroCopy,
 		KernelCoexistence: true,
 		MultiBuffer:       info.MultiBuffer,
-		RSS:               len(d.rx) > 1,
+		RSS:               len(d.Rx) > 1,
 		RxTimestamps:      d.stamps && !c.txOnly,
 		TxChecksumOffload: c.txCsum,
 		BlockingPoll:      true,
@@ -158,7 +158,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 // area).
 func (d *Device) Capabilities() packetio.Capabilities {
 	c := d.caps
-	for _, q := range d.rx {
+	for _, q := range d.Rx {
 		if q.noStamps.Load() {
 			c.RxTimestamps = false
 		}
@@ -174,28 +174,6 @@ func (d *Device) Info() xdp.Info { return d.info }
 // device.
 func (d *Device) Fleet() *xdp.Fleet { return d.fleet }
 
-// NumTxQueues is the number of transmit queues.
-func (d *Device) NumTxQueues() int { return len(d.tx) }
-
-// NumRxQueues is the number of receive queues.
-func (d *Device) NumRxQueues() int { return len(d.rx) }
-
-// TxQueue returns transmit queue i, or nil when i is out of range.
-func (d *Device) TxQueue(i int) packetio.TxQueue {
-	if i < 0 || i >= len(d.tx) {
-		return nil
-	}
-	return d.tx[i]
-}
-
-// RxQueue returns receive queue i, or nil when i is out of range.
-func (d *Device) RxQueue(i int) packetio.RxQueue {
-	if i < 0 || i >= len(d.rx) {
-		return nil
-	}
-	return d.rx[i]
-}
-
 // Close closes every queue (waking a goroutine blocked in Poll), detaches
 // the program and restores every host setting Open changed. It is
 // idempotent. The Region and every slice taken from it are invalid
@@ -206,10 +184,10 @@ func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	for _, q := range d.tx {
+	for _, q := range d.Tx {
 		q.closed.Store(true)
 	}
-	for _, q := range d.rx {
+	for _, q := range d.Rx {
 		q.closed.Store(true)
 	}
 	if err := d.fleet.Close(); err != nil {

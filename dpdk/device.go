@@ -16,6 +16,7 @@ import (
 	"github.com/packetio/packetio/dpdk/internal/eal"
 	"github.com/packetio/packetio/dpdk/internal/flow"
 	"github.com/packetio/packetio/dpdk/internal/queue"
+	"github.com/packetio/packetio/internal/devqueues"
 )
 
 // Compile-time checks of the contract.
@@ -57,19 +58,18 @@ type Info struct {
 
 // Device is an open DPDK port.
 type Device struct {
-	info    Info
-	port    uint16
-	ns      netns.NsHandle
-	region  *eal.Region
-	pools   []*eal.Mempool
-	txs     []*TxQueue
-	rxs     []*RxQueue
-	pairs   []*xskPair // net_af_xdp's queue pairs, closed before teardown
-	caps    packetio.Capabilities
-	closed  atomic.Bool
-	mu      sync.Mutex // Close
-	owned   bool       // the port is ours to close and remove
-	started bool
+	info                                Info
+	port                                uint16
+	ns                                  netns.NsHandle
+	region                              *eal.Region
+	pools                               []*eal.Mempool
+	devqueues.Lists[*TxQueue, *RxQueue]            // Tx and Rx, with the Device lookups
+	pairs                               []*xskPair // net_af_xdp's queue pairs, closed before teardown
+	caps                                packetio.Capabilities
+	closed                              atomic.Bool
+	mu                                  sync.Mutex // Close
+	owned                               bool       // the port is ours to close and remove
+	started                             bool
 }
 
 // Open opens the DPDK device name (a PCI address or a vdev spec such as
@@ -336,7 +336,7 @@ func (ps *portSetup) setupTx() error {
 		if err != nil {
 			return err
 		}
-		d.txs = append(d.txs, &TxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd})
+		d.Tx = append(d.Tx, &TxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd})
 		ps.first += ps.txFrames
 	}
 	return nil
@@ -376,7 +376,7 @@ func (ps *portSetup) setupRx() error {
 		if pair != nil {
 			pair.rx = q
 		}
-		d.rxs = append(d.rxs, &RxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd, pair: pair})
+		d.Rx = append(d.Rx, &RxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd, pair: pair})
 		ps.first += ps.rxFrames
 	}
 	return nil
@@ -447,10 +447,10 @@ func (d *Device) teardown() error {
 		delete(openPorts, d.port)
 		d.owned = false
 	}
-	for _, q := range d.txs {
+	for _, q := range d.Tx {
 		q.drops.Store(q.mp.Drops())
 	}
-	for _, q := range d.rxs {
+	for _, q := range d.Rx {
 		q.drops.Store(q.mp.Drops())
 		q.empty.Store(q.mp.Empty())
 	}
@@ -477,11 +477,11 @@ func (d *Device) Close() error {
 	}
 	// A poller holds its queue's lock while inside the driver: taking
 	// every lock waits it out, and it sees the device closed next time.
-	for _, q := range d.rxs {
+	for _, q := range d.Rx {
 		q.mu.Lock()
 	}
 	defer func() {
-		for _, q := range d.rxs {
+		for _, q := range d.Rx {
 			q.mu.Unlock()
 		}
 	}()
@@ -532,28 +532,6 @@ func (d *Device) Capabilities() packetio.Capabilities { return d.caps }
 
 // Info describes the open device.
 func (d *Device) Info() Info { return d.info }
-
-// NumTxQueues is the number of transmit queues.
-func (d *Device) NumTxQueues() int { return len(d.txs) }
-
-// NumRxQueues is the number of receive queues.
-func (d *Device) NumRxQueues() int { return len(d.rxs) }
-
-// TxQueue returns transmit queue i, or nil.
-func (d *Device) TxQueue(i int) packetio.TxQueue {
-	if i < 0 || i >= len(d.txs) {
-		return nil
-	}
-	return d.txs[i]
-}
-
-// RxQueue returns receive queue i, or nil.
-func (d *Device) RxQueue(i int) packetio.RxQueue {
-	if i < 0 || i >= len(d.rxs) {
-		return nil
-	}
-	return d.rxs[i]
-}
 
 // PortCounters are a port's rte_eth_stats.
 type PortCounters struct {

@@ -37,7 +37,7 @@ func small() []Option {
 
 func TestNullSendAndReceive(t *testing.T) {
 	d := openT(t, "net_null0", small()...)
-	tx, rx := d.txs[0], d.rxs[0]
+	tx, rx := d.Tx[0], d.Rx[0]
 	sent, err := tx.SendFunc(32, func(i int, frame []byte) int { return copy(frame, make([]byte, 64)) })
 	if sent != 32 || err != nil {
 		t.Fatalf("SendFunc = %d, %v", sent, err)
@@ -95,7 +95,7 @@ func prefixOf(d *Device) string {
 // the batch, and none for a Complete that finds frames waiting.
 func TestOneCgoCallPerBurst(t *testing.T) {
 	d := openT(t, "net_null0", small()...)
-	tx, rx := d.txs[0], d.rxs[0]
+	tx, rx := d.Tx[0], d.Rx[0]
 	rx.Fill(rx.NumFreeFillSlots())
 	for _, n := range []int{1, 32, 64, 200} {
 		c := tx.pmd.Calls
@@ -129,7 +129,7 @@ func TestOneCgoCallPerBurst(t *testing.T) {
 // TestFastPathAllocatesNothing: a forwarding round on a real port.
 func TestFastPathAllocatesNothing(t *testing.T) {
 	d := openT(t, "net_null0", small()...)
-	tx, rx := d.txs[0], d.rxs[0]
+	tx, rx := d.Tx[0], d.Rx[0]
 	rx.Fill(rx.NumFreeFillSlots())
 	back := make([]packetio.Desc, 0, 512)
 	allocs := testing.AllocsPerRun(1000, func() {

@@ -22,7 +22,7 @@ func TestCapabilitiesAreWhatConfigureKept(t *testing.T) {
 	if c := null.Capabilities(); c.TxChecksumOffload || c.RxChecksumFlags {
 		t.Fatalf("net_null claims offloads it does not keep: %+v", c)
 	}
-	if _, err := null.txs[0].TransmitOffload(nil, nil); !errors.Is(err, packetio.ErrUnsupported) {
+	if _, err := null.Tx[0].TransmitOffload(nil, nil); !errors.Is(err, packetio.ErrUnsupported) {
 		t.Fatalf("TransmitOffload on net_null: %v", err)
 	}
 	null.Close()
@@ -48,7 +48,7 @@ func TestCapabilitiesAreWhatConfigureKept(t *testing.T) {
 	if c := d.Capabilities(); !c.TxChecksumOffload || !c.RxChecksumFlags {
 		t.Fatalf("tap kept checksums and TSO, capabilities say %+v", c)
 	}
-	tx := d.txs[0]
+	tx := d.Tx[0]
 	desc := tx.Alloc(1)[0]
 	b := d.region.Bytes[desc.Addr:]
 	copy(b, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1})

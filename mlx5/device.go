@@ -281,7 +281,7 @@ func (o *opener) buildTx() error {
 		if err != nil {
 			return err
 		}
-		o.d.Txs = append(o.d.Txs, q)
+		o.d.Tx = append(o.d.Tx, q)
 	}
 	return nil
 }
@@ -316,7 +316,7 @@ func (o *opener) buildRx() error {
 		if err != nil {
 			return err
 		}
-		o.d.Rxs = append(o.d.Rxs, q)
+		o.d.Rx = append(o.d.Rx, q)
 	}
 	return nil
 }

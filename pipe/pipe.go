@@ -20,18 +20,18 @@ import (
 	"sync/atomic"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/devqueues"
 	"github.com/packetio/packetio/internal/pool"
 )
 
 // Device is one end of a pipe.
 type Device struct {
-	name   string
-	region *region
-	tx     []*txQueue
-	rx     []*rxQueue
-	peer   *Device
-	drop   func([]byte) bool
-	wire   func(frames [][]byte, order []int) []int
+	name                                string
+	region                              *region
+	devqueues.Lists[*txQueue, *rxQueue] // Tx and Rx, with the Device lookups
+	peer                                *Device
+	drop                                func([]byte) bool
+	wire                                func(frames [][]byte, order []int) []int
 
 	closed    atomic.Bool
 	done      chan struct{}
@@ -115,10 +115,10 @@ func New(opts ...Option) (a, b packetio.Device, err error) {
 		return nil, nil, err
 	}
 	da.peer, db.peer = db, da
-	for i, q := range da.tx {
+	for i, q := range da.Tx {
 		q.lane = db.rxLane(i)
 	}
-	for i, q := range db.tx {
+	for i, q := range db.Tx {
 		q.lane = da.rxLane(i)
 	}
 	return da, db, nil
@@ -162,17 +162,17 @@ func newDevice(name string, c *config) (*Device, error) {
 		}
 		first += count
 		if i < c.queues {
-			d.tx = append(d.tx, newTxQueue(d, i, p, c.ringSize))
+			d.Tx = append(d.Tx, newTxQueue(d, i, p, c.ringSize))
 		} else {
-			d.rx = append(d.rx, newRxQueue(d, i-c.queues, p, c.ringSize))
+			d.Rx = append(d.Rx, newRxQueue(d, i-c.queues, p, c.ringSize))
 		}
 	}
 	return d, nil
 }
 
 func (d *Device) rxLane(i int) *rxQueue {
-	if i < len(d.rx) {
-		return d.rx[i]
+	if i < len(d.Rx) {
+		return d.Rx[i]
 	}
 	return nil
 }
@@ -188,28 +188,6 @@ func (d *Device) Capabilities() packetio.Capabilities {
 		MaxFrameSize:    d.region.frameSize,
 		MaxQueues:       maxQueues,
 	}
-}
-
-// NumTxQueues is the number of transmit queues.
-func (d *Device) NumTxQueues() int { return len(d.tx) }
-
-// NumRxQueues is the number of receive queues.
-func (d *Device) NumRxQueues() int { return len(d.rx) }
-
-// TxQueue returns transmit queue i, or nil when i is out of range.
-func (d *Device) TxQueue(i int) packetio.TxQueue {
-	if i < 0 || i >= len(d.tx) {
-		return nil
-	}
-	return d.tx[i]
-}
-
-// RxQueue returns receive queue i, or nil when i is out of range.
-func (d *Device) RxQueue(i int) packetio.RxQueue {
-	if i < 0 || i >= len(d.rx) {
-		return nil
-	}
-	return d.rx[i]
 }
 
 // Close closes this end. The other end stays open and what it sends is

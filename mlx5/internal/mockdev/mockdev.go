@@ -206,7 +206,7 @@ func (b *builder) addRx(i int) error {
 	if err != nil {
 		return err
 	}
-	b.d.Rxs = append(b.d.Rxs, q)
+	b.d.Rx = append(b.d.Rx, q)
 	b.d.RxNICs = append(b.d.RxNICs, nic)
 	return nil
 }
@@ -259,7 +259,7 @@ func (b *builder) addTx(i int) error {
 	if err != nil {
 		return err
 	}
-	b.d.Txs = append(b.d.Txs, q)
+	b.d.Tx = append(b.d.Tx, q)
 	b.d.TxNICs = append(b.d.TxNICs, nics)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/devqueues"
 )
 
 // Backend is the name of the mlx5 backend in Capabilities and errors.
@@ -12,10 +13,9 @@ const Backend = "mlx5"
 
 // Device is a packetio.Device over assembled queues.
 type Device struct {
-	Iface string                // the interface, for errors
-	Caps  packetio.Capabilities // what the device really does
-	Txs   []*TxQueue            // the transmit queues
-	Rxs   []*RxQueue            // the receive queues
+	Iface                               string                // the interface, for errors
+	Caps                                packetio.Capabilities // what the device really does
+	devqueues.Lists[*TxQueue, *RxQueue]                       // Tx and Rx, with the Device lookups
 	// Release, when set, runs once on the first Close, after every queue
 	// is closed: it destroys the hardware objects and unmaps the region.
 	Release func() error
@@ -29,28 +29,6 @@ var _ packetio.Device = (*Device)(nil)
 // Capabilities reports what the device does.
 func (d *Device) Capabilities() packetio.Capabilities { return d.Caps }
 
-// NumTxQueues is the number of transmit queues.
-func (d *Device) NumTxQueues() int { return len(d.Txs) }
-
-// NumRxQueues is the number of receive queues.
-func (d *Device) NumRxQueues() int { return len(d.Rxs) }
-
-// TxQueue returns transmit queue i, or nil when i is out of range.
-func (d *Device) TxQueue(i int) packetio.TxQueue {
-	if i < 0 || i >= len(d.Txs) {
-		return nil
-	}
-	return d.Txs[i]
-}
-
-// RxQueue returns receive queue i, or nil when i is out of range.
-func (d *Device) RxQueue(i int) packetio.RxQueue {
-	if i < 0 || i >= len(d.Rxs) {
-		return nil
-	}
-	return d.Rxs[i]
-}
-
 // Close closes every queue, then releases the hardware. A second call
 // returns nil and does nothing.
 func (d *Device) Close() error {
@@ -58,10 +36,10 @@ func (d *Device) Close() error {
 	d.once.Do(func() {
 		first = true
 		var errs []error
-		for _, q := range d.Rxs {
+		for _, q := range d.Rx {
 			errs = append(errs, q.Close())
 		}
-		for _, q := range d.Txs {
+		for _, q := range d.Tx {
 			errs = append(errs, q.Close())
 		}
 		if d.Release != nil {
