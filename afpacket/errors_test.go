@@ -1,29 +1,19 @@
 package afpacket
 
 import (
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 // wantOpError checks that err is an *packetio.OpError of afpacket for op on
 // iface and queue, matching sentinel.
 func wantOpError(t *testing.T, what string, err error, op, iface string, queue int, sentinel error) {
 	t.Helper()
-	var oe *packetio.OpError
-	switch {
-	case err == nil:
-		t.Errorf("%s: no error, want %v", what, sentinel)
-	case !errors.As(err, &oe):
-		t.Errorf("%s: %v (%T) is not an *OpError", what, err, err)
-	case oe.Backend != "afpacket" || oe.Op != op || oe.Iface != iface || oe.Queue != queue:
-		t.Errorf("%s: OpError{Op %q Backend %q Iface %q Queue %d}, want {%q afpacket %q %d}", what, oe.Op, oe.Backend, oe.Iface, oe.Queue, op, iface, queue)
-	case !errors.Is(err, sentinel):
-		t.Errorf("%s: %v does not match %v", what, err, sentinel)
-	}
+	packetiotest.WantOpError(t, what, err, packetio.OpError{Op: op, Backend: "afpacket", Iface: iface, Queue: queue, Err: sentinel})
 }
 
 // TestQueueErrors: every queue method that returns an error returns an

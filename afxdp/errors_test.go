@@ -1,7 +1,6 @@
 package afxdp_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -9,23 +8,14 @@ import (
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/packetiotest"
 )
 
-// wantOpError checks that err is an *packetio.OpError of the afxdp backend
-// for op on iface and queue, matching sentinel.
+// wantOpError checks that err is an *packetio.OpError of afxdp for op on
+// iface and queue, matching sentinel.
 func wantOpError(t *testing.T, what string, err error, op, iface string, queue int, sentinel error) {
 	t.Helper()
-	var oe *packetio.OpError
-	switch {
-	case err == nil:
-		t.Errorf("%s: no error, want %v", what, sentinel)
-	case !errors.As(err, &oe):
-		t.Errorf("%s: %v (%T) is not an *OpError", what, err, err)
-	case oe.Backend != "afxdp" || oe.Op != op || oe.Iface != iface || oe.Queue != queue:
-		t.Errorf("%s: OpError{Op %q Backend %q Iface %q Queue %d}, want {%q afxdp %q %d}", what, oe.Op, oe.Backend, oe.Iface, oe.Queue, op, iface, queue)
-	case !errors.Is(err, sentinel):
-		t.Errorf("%s: %v does not match %v", what, err, sentinel)
-	}
+	packetiotest.WantOpError(t, what, err, packetio.OpError{Op: op, Backend: "afxdp", Iface: iface, Queue: queue, Err: sentinel})
 }
 
 // TestOpenErrors: every way Open fails is one error type, naming the

@@ -3,27 +3,17 @@
 package dpdk
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/packetiotest"
 )
 
 // wantOpError checks that err is an *packetio.OpError of dpdk for op on
 // iface and queue, matching sentinel.
 func wantOpError(t *testing.T, what string, err error, op, iface string, queue int, sentinel error) {
 	t.Helper()
-	var oe *packetio.OpError
-	switch {
-	case err == nil:
-		t.Errorf("%s: no error, want %v", what, sentinel)
-	case !errors.As(err, &oe):
-		t.Errorf("%s: %v (%T) is not an *OpError", what, err, err)
-	case oe.Backend != "dpdk" || oe.Op != op || oe.Iface != iface || oe.Queue != queue:
-		t.Errorf("%s: OpError{Op %q Backend %q Iface %q Queue %d}, want {%q dpdk %q %d}", what, oe.Op, oe.Backend, oe.Iface, oe.Queue, op, iface, queue)
-	case !errors.Is(err, sentinel):
-		t.Errorf("%s: %v does not match %v", what, err, sentinel)
-	}
+	packetiotest.WantOpError(t, what, err, packetio.OpError{Op: op, Backend: "dpdk", Iface: iface, Queue: queue, Err: sentinel})
 }
 
 // TestOpenErrors: Open's refusals are open OpErrors naming the device and
