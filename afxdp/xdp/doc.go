@@ -48,6 +48,14 @@
 // the options translate into, and the kernel's verifier checks it;
 // filter.MatchPacket runs the same program on a packet you give it.
 //
+// # The host
+//
+// Open changes nothing on the host but attaching its program unless
+// WithHostTuning asks: NAPI deferral, worker placement beside the queues'
+// interrupts, mlx5's xdp_tx_mpwqe flag (Tuning; DefaultTuning is what
+// measured best). Every change goes through internal/host's journal, is
+// listed in Info().Tuning and is put back on Close, or when Open fails.
+//
 // # Concurrency
 //
 // One goroutine may drive a socket's receive side (Fill, Poll, Receive,

@@ -14,7 +14,7 @@ import (
 const MaxCPU = 1023
 
 // Topology is what placement needs to know about the host's CPUs, read the
-// way internal/affinity reads it. A CPU missing from a map is taken to be
+// way Placement reads it. A CPU missing from a map is taken to be
 // alone on its core, or in the one complex of every CPU without cache
 // information.
 type Topology struct {
