@@ -43,7 +43,7 @@ func interfaceIndex(fd int, name string) (int, error) {
 		return 0, fmt.Errorf("%w: bad interface name: %w", packetio.ErrInvalid, err)
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, fmt.Errorf("%w: no such interface: %w", packetio.ErrNoDevice, err)
+		return 0, fmt.Errorf("%w in this network namespace (SIOCGIFINDEX: %w)", packetio.ErrNoDevice, err)
 	}
 	index := int(ifr.Uint32())
 	ifr, _ = unix.NewIfreq(name)
