@@ -295,17 +295,3 @@ func worker(ctx context.Context, tx packetio.TxQueue, spec frame.Spec, q int, o 
 	}
 	return nil
 }
-
-func splitList(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			if i > start {
-				out = append(out, s[start:i])
-			}
-			start = i + 1
-		}
-	}
-	return out
-}
