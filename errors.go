@@ -42,6 +42,20 @@ var (
 	// queue is out of service for good.
 	ErrDeviceGone = &wrapped{msg: "packetio: device gone", parent: ErrQueueFailed}
 
+	// ErrWedged means a transmit ring holds frames that the kernel or the
+	// NIC stopped taking: repeated kicks moved nothing for longer than a
+	// busy link ever needs. It wraps ErrQueueFailed. Back-pressure (a full
+	// ring that drains) is never reported this way.
+	ErrWedged = &wrapped{msg: "packetio: transmit ring wedged", parent: ErrQueueFailed}
+
+	// ErrNotOwned means the caller handed back or sent a frame it does not
+	// own: one still in the pool, one the NIC holds (posted to the fill
+	// ring or in flight on transmit), or a zero descriptor. Only the
+	// packetio_checked build tracks ownership well enough to say so; there
+	// the misused frame is refused and counted and Err reports the first
+	// misuse, while the queue keeps running.
+	ErrNotOwned = errors.New("packetio: frame not owned by the caller")
+
 	// ErrBusy means something packetio does not own holds what Open needs:
 	// another XDP program on the interface, a queue another socket bound,
 	// a port another process claimed. packetio never takes it over unless
@@ -75,7 +89,7 @@ func (w *wrapped) Unwrap() error { return w.parent }
 
 // sentinels are the values Classify accepts as already classified.
 var sentinels = [...]error{ErrClosed, ErrQueueFailed, ErrBadLength, ErrUnsupported,
-	ErrNoDevice, ErrBusy, ErrPermission, ErrInvalid, ErrSetup}
+	ErrNoDevice, ErrBusy, ErrPermission, ErrInvalid, ErrSetup, ErrNotOwned}
 
 // NoQueue is the OpError.Queue of an error that concerns the whole device.
 const NoQueue = -1

@@ -24,6 +24,10 @@ type TxStats struct {
 	PoolEmpty uint64
 	// Errors counts kernel or hardware errors and frames they lost.
 	Errors uint64
+	// Refused counts descriptors Transmit or Free turned away and left
+	// with the caller: outside a frame, longer than the link carries,
+	// foreign, or (packetio_checked builds) not the caller's to give.
+	Refused uint64
 	// Backend holds backend-only counters under stable lowercase keys.
 	Backend map[string]uint64
 }
