@@ -197,6 +197,13 @@ type Capabilities struct {
 	// MaxFrameSize is the largest packet one frame carries: the frame less
 	// its headroom.
 	MaxFrameSize int
+	// MaxTxLen is the longest packet Transmit accepts: what the link
+	// carries (its MTU plus the Ethernet header) when Open ran, or what a
+	// Desc can name where no link bounds it (pipe). Transmit refuses a
+	// longer descriptor up front, the prefix ends there and the frame
+	// stays the caller's, and TxStats.Refused counts it. 0 means the
+	// backend does not bound it.
+	MaxTxLen int
 	// MaxQueues is the most queues either direction can have: the backend's
 	// limit, lowered to the device's where visible. It is a ceiling, not
 	// the number open.
