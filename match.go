@@ -156,8 +156,8 @@ func (f SteeringFilter) Validate() error {
 				return err
 			}
 		case MatchKindSrcIP, MatchKindDstIP:
-			if !m.Prefix.IsValid() {
-				return fmt.Errorf("steering: %s match with an invalid prefix: %w", kindName(m.Kind), ErrUnsupported)
+			if _, err := CanonicalPrefix(m.Prefix); err != nil {
+				return fmt.Errorf("steering: %s match: %w", kindName(m.Kind), err)
 			}
 		case MatchKindSrcPort, MatchKindDstPort:
 			if m.IPProto == 0 {
@@ -175,6 +175,27 @@ func (f SteeringFilter) Validate() error {
 		return fmt.Errorf("steering: %q names no protocol (use MatchDstPort or MatchSrcPort): %w", portWithoutProto, ErrUnsupported)
 	}
 	return nil
+}
+
+// CanonicalPrefix is the one reading of an address prefix every backend
+// compiles: p with its host bits cleared, and an IPv4-mapped IPv6 prefix of
+// /96 or longer (::ffff:10.0.0.0/104) turned into the IPv4 prefix it maps
+// (10.0.0.0/8). An IPv4-mapped address with a shorter prefix
+// (::ffff:0.0.0.0/80) spans IPv6 space and the whole mapped range at once,
+// which no rule of one family expresses: it is refused, as is an invalid
+// prefix, with an error wrapping ErrUnsupported that names it.
+func CanonicalPrefix(p netip.Prefix) (netip.Prefix, error) {
+	if !p.IsValid() {
+		return netip.Prefix{}, fmt.Errorf("invalid prefix %q: %w", p, ErrUnsupported)
+	}
+	if p.Addr().Is4In6() {
+		if p.Bits() < 96 {
+			return netip.Prefix{}, fmt.Errorf("prefix %s is IPv4-mapped but shorter than /96, so it spans IPv6 and every IPv4 address at once; "+
+				"name the IPv4 part (an IPv4 prefix) and the IPv6 part (a prefix not written as ::ffff:a.b.c.d) separately: %w", p, ErrUnsupported)
+		}
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
 }
 
 // expansion order of Rules: each kind's alternatives multiply the rule set in
@@ -245,9 +266,9 @@ func (m Match) apply(r Rule) Rule {
 	case MatchKindIPProto:
 		r.IPProto, r.IPProtoSet = m.IPProto, true
 	case MatchKindSrcIP:
-		r.SrcPrefix = m.Prefix
+		r.SrcPrefix, _ = CanonicalPrefix(m.Prefix) // Validate refused the rest
 	case MatchKindDstIP:
-		r.DstPrefix = m.Prefix
+		r.DstPrefix, _ = CanonicalPrefix(m.Prefix)
 	case MatchKindSrcPort:
 		r.SrcPort, r.SrcPortSet = m.Port, true
 	case MatchKindDstPort:

@@ -3,6 +3,7 @@ package packetio
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -266,4 +267,46 @@ func FuzzRules(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCanonicalPrefix: every backend compiles one reading of a prefix; an
+// IPv4-mapped prefix shorter than /96 spans both families and is refused
+// (it used to compile as IPv4 in one place and IPv6 in another).
+func TestCanonicalPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string // want "" means refused
+	}{
+		{"10.1.2.3/8", "10.0.0.0/8"},
+		{"2001:db8::1/32", "2001:db8::/32"},
+		{"::ffff:10.1.2.3/104", "10.0.0.0/8"},
+		{"::ffff:10.1.2.3/128", "10.1.2.3/32"},
+		{"::ffff:0.0.0.0/96", "0.0.0.0/0"},
+		{"::ffff:0.0.0.0/80", ""},
+		{"::ffff:10.0.0.1/95", ""},
+		{"::/80", "::/80"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := CanonicalPrefix(netip.MustParsePrefix(tc.in))
+			if tc.want == "" {
+				if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.in) {
+					t.Fatalf("CanonicalPrefix(%s) = %v, %v; want ErrUnsupported naming it", tc.in, got, err)
+				}
+				f := SteeringFilter{Match: []Match{MatchDstIP(netip.MustParsePrefix(tc.in))}}
+				if _, err := f.Rules(); !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("Rules accepted %s: %v", tc.in, err)
+				}
+				return
+			}
+			if err != nil || got.String() != tc.want {
+				t.Fatalf("CanonicalPrefix(%s) = %v, %v; want %s", tc.in, got, err, tc.want)
+			}
+			rules, err := SteeringFilter{Match: []Match{MatchSrcIP(netip.MustParsePrefix(tc.in))}}.Rules()
+			if err != nil || len(rules) != 1 || rules[0].SrcPrefix.String() != tc.want {
+				t.Fatalf("Rules(%s) = %v, %v; want source %s", tc.in, rules, err, tc.want)
+			}
+		})
+	}
+	if _, err := CanonicalPrefix(netip.Prefix{}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("zero prefix: %v", err)
+	}
 }

@@ -160,6 +160,15 @@ func TestMatchers(t *testing.T) {
 			{"outside", pkt{V6: true, Src: "2001:db8::1", Dst: "2001:db8:fffe::9"}, false},
 			{"v4", pkt{}, false},
 		}},
+		{"MappedHost", MatchDstIP("::ffff:10.0.0.1"), []verdict{
+			{"v4 packet", pkt{Src: "10.0.0.2", Dst: "10.0.0.1"}, true},
+			{"v4 other", pkt{Src: "10.0.0.2", Dst: "10.0.0.3"}, false},
+		}},
+		{"MappedPrefix", MatchDstIP("::ffff:10.0.0.0/104"), []verdict{
+			{"v4 inside", pkt{Src: "192.168.0.2", Dst: "10.200.0.1"}, true},
+			{"v4 outside", pkt{Src: "10.0.0.2", Dst: "11.0.0.1"}, false},
+			{"v6 packet", pkt{V6: true, Src: "2001:db8::1", Dst: "::ffff:10.0.0.1"}, false},
+		}},
 		{"SrcIPv6Host", MatchSrcIP("fe80::1"), []verdict{
 			{"exact", pkt{V6: true, Src: "fe80::1", Dst: "ff02::1"}, true},
 			{"other", pkt{V6: true, Src: "fe80::2", Dst: "ff02::1"}, false},
@@ -348,6 +357,8 @@ func TestMatchErrors(t *testing.T) {
 		{"bad cidr", MatchSrcIP("10.0.0.0/33")},
 		{"bad address", MatchDstIP("not-an-ip")},
 		{"mixed flow", MatchFlow("10.0.0.1", "::1")},
+		{"mapped /80", MatchDstIP("::ffff:0.0.0.0/80")},
+		{"mapped /80 flow", MatchFlow("::ffff:10.0.0.0/80", "::1")},
 		{"vlan 4096", MatchVLAN(4096)},
 		{"nil builder", NewMatch("x", nil)},
 		{"builder error", NewMatch("x", func(MatchEnv) (asm.Instructions, error) { return nil, errors.New("nope") })},

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/packetio/packetio"
 )
 
 // Offsets from the frame base (FrameBaseRegister) of an untagged frame whose
@@ -282,21 +284,13 @@ func PrefixMatch(p netip.Prefix, src bool) Match {
 	if src {
 		dir = "src"
 	}
-	if !p.IsValid() {
-		return MatchError(dir, errors.New("invalid prefix"))
+	p, err := packetio.CanonicalPrefix(p)
+	if err != nil {
+		return MatchError(dir, err)
 	}
-	p = unmapPrefix(p)
 	return Match{name: dir + " " + p.String(), kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
 		return append(prefixCode(p, src, env.Next), asm.Ja.Label(env.Redirect)), nil
 	}}
-}
-
-// unmapPrefix turns ::ffff:a.b.c.d/96+n into a.b.c.d/n and masks the prefix.
-func unmapPrefix(p netip.Prefix) netip.Prefix {
-	if p.Addr().Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-	}
-	return p.Masked()
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -305,13 +299,13 @@ func parsePrefix(s string) (netip.Prefix, error) {
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("bad address %q: %w", s, err)
 		}
-		return unmapPrefix(netip.PrefixFrom(a, a.BitLen())), nil
+		return packetio.CanonicalPrefix(netip.PrefixFrom(a, a.BitLen()))
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("bad CIDR %q: %w", s, err)
 	}
-	return unmapPrefix(p), nil
+	return packetio.CanonicalPrefix(p)
 }
 
 // prefixCode jumps to miss unless the packet is of p's family and its source

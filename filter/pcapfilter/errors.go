@@ -17,7 +17,8 @@ type Error struct {
 	// Msg says what is wrong.
 	Msg string
 
-	unsupported bool
+	unsupported bool // valid tcpdump that this package does not implement
+	invalid     bool // refused on purpose: the empty expression
 }
 
 // Error formats the problem as "pcapfilter: column N: MSG".
@@ -30,11 +31,15 @@ func (e *Error) Error() string {
 
 // Unwrap returns packetio.ErrUnsupported when the expression is valid
 // tcpdump syntax this package does not implement (host and port names,
-// protochain, 802.11 and the other link types, ...), and nil for an
-// expression that is wrong.
+// protochain, 802.11 and the other link types, ...), packetio.ErrInvalid
+// for the empty expression CompileMatch refuses, and nil for an expression
+// that is wrong.
 func (e *Error) Unwrap() error {
-	if e.unsupported {
+	switch {
+	case e.unsupported:
 		return packetio.ErrUnsupported
+	case e.invalid:
+		return packetio.ErrInvalid
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package pcapfilter
 
 import (
 	"fmt"
+	"strings"
 
 	"golang.org/x/net/bpf"
 
@@ -44,7 +45,16 @@ func Match(expr string) filter.Match {
 // CompileMatch is Match with the error returned: an *Error when the
 // expression is wrong or uses what this package does not implement, a
 // *bpfmatch.Error if the program cannot run in XDP.
+//
+// An empty (or all-blank) expression is refused with an error wrapping
+// packetio.ErrInvalid: tcpdump reads it as "every packet", and a match
+// that silently takes every packet from the kernel (SSH and ARP included)
+// is never what an empty string in a configuration meant. Take everything
+// on purpose with filter.MatchAll().
 func CompileMatch(expr string) (filter.Match, error) {
+	if strings.TrimSpace(expr) == "" {
+		return filter.Match{}, &Error{Expr: expr, Msg: "empty expression: tcpdump takes every packet for it; use filter.MatchAll() to take everything on purpose", invalid: true}
+	}
 	insns, err := Compile(expr)
 	if err != nil {
 		return filter.Match{}, err
@@ -57,8 +67,8 @@ func CompileMatch(expr string) (filter.Match, error) {
 }
 
 func matchName(expr string) string {
-	if expr == "" {
-		return "pcap (empty filter: all)"
+	if strings.TrimSpace(expr) == "" {
+		return "pcap (empty expression)"
 	}
 	return expr
 }

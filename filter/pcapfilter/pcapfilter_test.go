@@ -123,8 +123,17 @@ func TestMatchNames(t *testing.T) {
 	if m := Match("tcp port 22"); m.Err() != nil {
 		t.Errorf("error %v", m.Err())
 	}
-	if got := Match("").String(); got != "pcap (empty filter: all)" {
-		t.Errorf("empty: %q", got)
+	for _, empty := range []string{"", "  ", "\t\n"} {
+		m := Match(empty)
+		if got := m.String(); got != "pcap (empty expression)" {
+			t.Errorf("empty %q: name %q", empty, got)
+		}
+		if err := m.Err(); !errors.Is(err, packetio.ErrInvalid) || !strings.Contains(err.Error(), "MatchAll") {
+			t.Errorf("empty %q: error %v, want ErrInvalid pointing at filter.MatchAll", empty, err)
+		}
+	}
+	if insns, err := Compile(""); err != nil || len(insns) == 0 {
+		t.Errorf("Compile(\"\") keeps libpcap's meaning (every packet): %v, %v", insns, err)
 	}
 	if _, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{Match("port")}}); err == nil || !strings.Contains(err.Error(), `pcapfilter: column 5: expected a number after "port"`) {
 		t.Errorf("NewClassifier with a bad expression: %v", err)

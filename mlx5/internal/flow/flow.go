@@ -160,12 +160,11 @@ func setPrefix(addr, mask *[16]byte, p netip.Prefix, ver uint8) error {
 	p = p.Masked()
 	bitsLen := p.Bits()
 	if ver == 4 {
-		a := p.Addr().Unmap()
+		// packetio.Rules hands over canonical prefixes: an IPv4-mapped
+		// one arrives as the IPv4 prefix it maps.
+		a := p.Addr()
 		if !a.Is4() {
 			return fmt.Errorf("mlx5 steering: %s is not an IPv4 prefix: %w", p, packetio.ErrUnsupported)
-		}
-		if p.Addr().Is4In6() {
-			bitsLen -= 96
 		}
 		b := a.As4()
 		copy(addr[:4], b[:])
