@@ -176,7 +176,7 @@ type rxLoop struct {
 	done chan struct{}
 }
 
-func startRx(q packetio.RxQueue, stop <-chan struct{}) *rxLoop {
+func startRx(q packetio.RxQueue, wait time.Duration, stop <-chan struct{}) *rxLoop {
 	l := &rxLoop{done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
@@ -187,7 +187,7 @@ func startRx(q packetio.RxQueue, stop <-chan struct{}) *rxLoop {
 			default:
 			}
 			q.Fill(q.NumFreeFillSlots())
-			n, err := q.Poll(10 * time.Second)
+			n, err := q.Poll(wait)
 			if err != nil {
 				l.err, l.at = err, time.Now()
 				return
@@ -257,7 +257,7 @@ func deviceGone(t *testing.T, env *FaultEnv) {
 	var rl *rxLoop
 	if d.NumRxQueues() > 0 {
 		rx = d.RxQueue(0)
-		rl = startRx(rx, stop)
+		rl = startRx(rx, 10*time.Second, stop) // blocked in Poll when the loss comes
 	}
 	tl := startTx(tx, 1, stop)
 	time.Sleep(100 * time.Millisecond) // traffic flowing
@@ -379,7 +379,7 @@ func linkDownUp(t *testing.T, env *FaultEnv) {
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
 	defer halt()
-	rl := startRx(rx, stop)
+	rl := startRx(rx, 50*time.Millisecond, stop)
 	tl := startTx(tx, 1, stop)
 	const upFrom = 1 << 20 // the peer's frames after the link came back
 	if _, ok := within(2*time.Second, func() bool { return env.Peer.Send(0, 1) == 1 && len(env.Peer.Received()) > 0 }); !ok {
@@ -392,7 +392,6 @@ func linkDownUp(t *testing.T, env *FaultEnv) {
 	if err := env.SetLink(true); err != nil {
 		t.Fatalf("link up: %v", err)
 	}
-	up := time.Now()
 	env.Peer.Received() // forget what came before
 	seq := uint32(upFrom)
 	var peerSaw, weSaw bool
@@ -421,7 +420,7 @@ func linkDownUp(t *testing.T, env *FaultEnv) {
 		t.Errorf("5s after the link came back: device->peer %v, peer->device %v, and no queue reports an error (tx %v, rx %v): a queue that neither moves nor errs",
 			peerSaw, weSaw, tx.Err(), rx.Err())
 	default:
-		t.Logf("fault-timing link-down-up: resumed both ways %v after the link came back (%v since down)", took, time.Since(up)+300*time.Millisecond)
+		t.Logf("fault-timing link-down-up: resumed both ways %v after the link came back", took)
 	}
 }
 
