@@ -119,6 +119,16 @@ func vethSnapshot(h *netns.Host) (map[string]string, error) {
 		return nil
 	})
 	s["bpffs"] = strings.Join(pins, ",")
+	// DPDK's EAL keeps its run files here (--file-prefix); a killed
+	// process must not leave any behind.
+	var run []string
+	filepath.WalkDir("/var/run/dpdk", func(path string, _ os.DirEntry, err error) error {
+		if err == nil {
+			run = append(run, path)
+		}
+		return nil
+	})
+	s["dpdk run files"] = strings.Join(run, ",")
 	return s, nil
 }
 
