@@ -92,6 +92,7 @@ type config struct {
 	onForeign func(addr uint64)
 	hugePages bool
 
+	replaceProg  bool                 // replace a foreign program attached the legacy way
 	tuning       *Tuning              // nil: change nothing on the host
 	onOpened     func(f *Fleet) error // tests: runs when Open is done; an error fails it
 	frameSizeSet bool
@@ -235,6 +236,14 @@ func WithOnForeignComplete(fn func(addr uint64)) Option {
 	return func(c *config) { c.onForeign = fn }
 }
 
+// WithReplaceProgram lets Open replace an XDP program another process
+// attached to the interface the legacy (netlink) way, which it otherwise
+// refuses with packetio.ErrBusy naming the program. The replaced program is
+// kept and attached again, in its mode, when the fleet closes (or Open
+// fails); Info().Decisions says so. A program held by a BPF link is never
+// replaced: its owner is alive and the kernel would refuse anyway.
+func WithReplaceProgram() Option { return func(c *config) { c.replaceProg = true } }
+
 // WithHugePages backs the UMEM with 2 MiB pages when the host has them
 // reserved; otherwise Open falls back to normal pages and Info says why.
 func WithHugePages() Option { return func(c *config) { c.hugePages = true } }
@@ -297,10 +306,125 @@ type socketGeometry struct {
 	txHeadroom                     int // TxMetadataLen with WithTxMetadata
 }
 
+// Limits of the option values Open accepts.
+const (
+	maxNumFrames  = 1 << 20 // frames per socket
+	maxRingSize   = 1 << 20 // descriptors per ring
+	maxBusyBudget = 1<<16 - 1
+	maxCPU        = 1023 // the last CPU a unix.CPUSet holds
+)
+
+// invalid is a refusal of an option value: it matches packetio.ErrInvalid
+// and reads "WithFrames(-1): ...".
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
+}
+
+func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// checkOptions refuses an option value no socket could take, naming the
+// option and the value. It does no I/O. The zero value of every field is
+// its default: 0 queues is every queue, 0 frames DefaultNumFrames, frame
+// size 0 DefaultFrameSize, 0 transmit frames half of them, busy polling
+// 0/0 off, shared memory 0 no extra area, the zero Tuning no change.
+func (c *config) checkOptions() error {
+	switch {
+	case c.queues < 0 || c.queues > MaxQueues:
+		return invalid("WithQueues(%d): want 1 to %d, or 0 for every queue", c.queues, MaxQueues)
+	case c.numFrames < 0 || c.numFrames > maxNumFrames:
+		return invalid("WithNumFrames(%d): want 1 to %d, or 0 for %d", c.numFrames, maxNumFrames, DefaultNumFrames)
+	case c.frameSize != 0 && (!pow2(c.frameSize) || c.frameSize < minFrameSize || c.frameSize > maxFrameSize):
+		return invalid("WithFrameSize(%d): frame size is not a power of two from %d to %d (or 0 for %d)", c.frameSize, minFrameSize, maxFrameSize, DefaultFrameSize)
+	case c.txFrames < 0:
+		return invalid("WithTxFrames(%d): want 1 to the frame count, or 0 for half", c.txFrames)
+	case c.busyUsecs < 0 || c.busyBudget < 0 || c.busyBudget > maxBusyBudget || (c.busyUsecs == 0) != (c.busyBudget == 0):
+		return invalid("WithBusyPoll(%d, %d): want both above 0 (budget at most %d), or both 0 for off", c.busyUsecs, c.busyBudget, maxBusyBudget)
+	case c.extra < 0 || c.extra > maxNumFrames*maxFrameSize:
+		return invalid("WithSharedMemory(%d): want 0 to %d bytes", c.extra, maxNumFrames*maxFrameSize)
+	}
+	if c.ringsSet {
+		if err := checkRings(c.fillRing, c.compRing, c.rxRing, c.txRing); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.mgmtPorts {
+		if p == 0 {
+			return invalid("WithKeepManagement(%v): port 0 names no traffic", c.mgmtPorts)
+		}
+	}
+	if c.tuning != nil {
+		return c.tuning.check()
+	}
+	return nil
+}
+
+// checkRings refuses ring sizes that are not powers of two up to
+// maxRingSize; a receive or transmit ring of 0 leaves its direction out.
+func checkRings(fill, comp, rx, tx int) error {
+	bad := func(n int) bool { return !pow2(n) || n > maxRingSize }
+	name := fmt.Sprintf("WithRingSizes(%d, %d, %d, %d)", fill, comp, rx, tx)
+	if fill == comp && comp == rx && rx == tx {
+		name = fmt.Sprintf("WithRingSize(%d)", rx)
+	}
+	switch {
+	case rx == 0 && tx == 0:
+		return invalid("%s: both the receive and the transmit ring are 0", name)
+	case rx < 0 || tx < 0 || (rx != 0 && (bad(rx) || bad(fill))) || (tx != 0 && (bad(tx) || bad(comp))):
+		return invalid("%s: ring sizes must be powers of two up to %d (receive ring %d and fill ring %d, transmit ring %d and completion ring %d; 0 for rx or tx leaves that direction out)",
+			name, maxRingSize, rx, fill, tx, comp)
+	}
+	return nil
+}
+
+// check refuses Tuning values out of range. Whether a CPU is online is
+// found out when Open places the workers.
+func (t *Tuning) check() error {
+	switch {
+	case t.NAPIDefer < 0:
+		return invalid("WithHostTuning(Tuning{NAPIDefer: %d}): want 0 or more polls", t.NAPIDefer)
+	case t.NAPIFlush < 0:
+		return invalid("WithHostTuning(Tuning{NAPIFlush: %v}): want 0 (leave NAPI alone) or more", t.NAPIFlush)
+	}
+	for _, cpu := range t.CPUs {
+		if cpu < 0 || cpu > maxCPU {
+			return invalid("WithHostTuning(Tuning{CPUs: %v}): CPU %d is outside 0 to %d", t.CPUs, cpu, maxCPU)
+		}
+	}
+	return nil
+}
+
+// validate is everything Open checks before it touches the kernel: a
+// filter, valid matches, option values in range, options that combine. It
+// does no I/O.
+func (c *config) validate() error {
+	if len(c.matches) == 0 {
+		return fmt.Errorf("%w: no filter: without one the program would take every packet from the kernel, SSH and ARP included; "+
+			"name the traffic (WithFilter, WithUDPPorts), take everything on purpose with WithFilter(filter.MatchAll()), or only transmit with WithFilter(filter.MatchNone())",
+			ErrUnsupported)
+	}
+	if err := filter.Validate(c.matches, c.except); err != nil {
+		return err
+	}
+	_, err := c.geometry()
+	return err
+}
+
+// Validate checks an option set as Open would before it touches the
+// kernel, and returns the error Open would: nil, or a *packetio.OpError
+// matching packetio.ErrInvalid that names the option and its value
+// ("WithNumFrames(-1): ..."), or packetio.ErrUnsupported for a missing
+// filter or options that cannot combine. It opens nothing.
+func Validate(opts ...Option) error {
+	return packetio.NewOpError("open", "afxdp", "", packetio.NoQueue, newConfig(opts).validate())
+}
+
 // geometry fills defaults and refuses what cannot work: a value out of
 // range with packetio.ErrInvalid, options that cannot combine with
 // packetio.ErrUnsupported.
 func (c *config) geometry() (socketGeometry, error) {
+	if err := c.checkOptions(); err != nil {
+		return socketGeometry{}, err
+	}
 	g := socketGeometry{frameSize: DefaultFrameSize, numFrames: DefaultNumFrames,
 		fill: DefaultRingSize, comp: DefaultRingSize, rx: DefaultRingSize, tx: DefaultRingSize}
 	if c.frameSize != 0 {
@@ -336,40 +460,22 @@ func (c *config) geometry() (socketGeometry, error) {
 			g.comp = min(g.comp, floorPow2(g.txFrames))
 		}
 	}
-	bad := func(format string, args ...any) (socketGeometry, error) {
-		return socketGeometry{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
-	}
 	cannot := func(format string) (socketGeometry, error) {
 		return socketGeometry{}, fmt.Errorf("%w: %s", packetio.ErrUnsupported, format)
 	}
-	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
-	case !pow2(g.frameSize) || g.frameSize < minFrameSize || g.frameSize > maxFrameSize:
-		return bad("frame size %d is not a power of two from %d to %d", g.frameSize, minFrameSize, maxFrameSize)
-	case g.numFrames <= 0 || g.numFrames > 1<<20:
-		return bad("frame count %d is outside 1 to %d", g.numFrames, 1<<20)
-	case g.rx == 0 && g.tx == 0:
-		return bad("both the receive and the transmit ring are 0")
-	case g.rx != 0 && (!pow2(g.rx) || !pow2(g.fill)):
-		return bad("receive ring %d and fill ring %d must be powers of two", g.rx, g.fill)
-	case g.tx != 0 && (!pow2(g.tx) || !pow2(g.comp)):
-		return bad("transmit ring %d and completion ring %d must be powers of two", g.tx, g.comp)
-	case g.txFrames < 0 || g.txFrames > g.numFrames:
-		return bad("transmit frames %d outside 0 to %d", g.txFrames, g.numFrames)
+	case g.txFrames > g.numFrames:
+		return socketGeometry{}, invalid("WithTxFrames(%d): more than the %d frames (WithNumFrames)", g.txFrames, g.numFrames)
 	case g.tx != 0 && g.txFrames == 0:
-		return bad("a transmit ring with no transmit frames (WithTxFrames)")
+		return socketGeometry{}, invalid("WithNumFrames(%d), WithTxFrames(%d): a transmit ring with no transmit frames", g.numFrames, c.txFrames)
 	case g.rx != 0 && g.numFrames-g.txFrames == 0:
-		return bad("a receive ring with no receive frames (WithTxFrames(%d) of %d)", g.txFrames, g.numFrames)
+		return socketGeometry{}, invalid("WithNumFrames(%d), WithTxFrames(%d): a receive ring with no receive frames", g.numFrames, g.txFrames)
 	case g.rx != 0 && g.fill > g.numFrames-g.txFrames:
-		return bad("fill ring %d is larger than the %d receive frames: it could never be filled (use WithRingSizes or more frames)", g.fill, g.numFrames-g.txFrames)
+		return socketGeometry{}, invalid("WithRingSizes(%d, ...): fill ring %d is larger than the %d receive frames: it could never be filled (use WithRingSizes or more frames)", g.fill, g.fill, g.numFrames-g.txFrames)
 	case c.reuseRx && c.multiBuf:
 		return cannot("WithTxReuseRxFrames cannot combine with WithMultiBuffer: a completed chain's frames cannot be told apart by address")
 	case c.reuseRx && c.txMeta:
 		return cannot("WithTxReuseRxFrames cannot combine with WithTxMetadata: a received frame has no room for metadata in front of it")
-	case c.busyUsecs < 0 || c.busyBudget < 0:
-		return bad("negative busy-poll settings")
-	case c.extra < 0:
-		return bad("negative shared memory %d", c.extra)
 	}
 	return g, nil
 }
