@@ -215,3 +215,66 @@ func attachModeOf(t *testing.T, h *netns.Host) string {
 	}
 	return mode
 }
+
+// TestOpenRefusesBadInput: option values out of range, impossible
+// interface names and an interface that is down are refused before
+// anything is attached, with the sentinel and a message naming the input.
+func TestOpenRefusesBadInput(t *testing.T) {
+	p := vethPair(t)
+	all := WithFilter(filter.MatchAll())
+	for _, tc := range []struct {
+		name, iface string
+		opts        []Option
+		down        bool
+		is          error
+		want        string
+	}{
+		{"negative queues", p.B.Link, []Option{all, WithQueues(-1)}, false, packetio.ErrInvalid, "WithQueues(-1): "},
+		{"busy poll without budget", p.B.Link, []Option{all, WithBusyPoll(50, 0)}, false, packetio.ErrInvalid, "WithBusyPoll(50, 0): "},
+		{"negative CPU", p.B.Link, []Option{all, WithHostTuning(Tuning{CPUs: []int{0, -1}})}, false, packetio.ErrInvalid, "WithHostTuning(Tuning{CPUs: [0 -1]}): CPU -1"},
+		{"management port 0", p.B.Link, []Option{all, WithKeepManagement(0)}, false, packetio.ErrInvalid, "WithKeepManagement([0]): "},
+		{"empty name", "", []Option{all}, false, packetio.ErrInvalid, `bad interface name ""`},
+		{"NUL in name", "veth\x00", []Option{all}, false, packetio.ErrInvalid, `bad interface name "veth\x00"`},
+		{"name of 16 bytes", "abcdefghijklmnop", []Option{all}, false, packetio.ErrInvalid, `bad interface name "abcdefghijklmnop"`},
+		{"interface down", p.B.Link, []Option{all}, true, packetio.ErrUnsupported, "interface is down (bring it up with `ip link set " + p.B.Link + " up`)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.down {
+				setUp(t, p.B, false)
+				t.Cleanup(func() { setUp(t, p.B, true) })
+			}
+			err := p.B.Do(func() error {
+				f, err := Open(tc.iface, tc.opts...)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			})
+			var oe *packetio.OpError
+			if !errors.As(err, &oe) || oe.Op != "open" || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open(%q): %v, want an open OpError matching %v saying %q", tc.iface, err, tc.is, tc.want)
+			}
+			t.Logf("%v", err)
+			if id := xdpAttached(t, p.B); id != 0 {
+				t.Fatalf("program %d left attached", id)
+			}
+		})
+	}
+}
+
+func setUp(t *testing.T, h *netns.Host, up bool) {
+	t.Helper()
+	err := h.Do(func() error {
+		lk, err := netlink.LinkByName(h.Link)
+		if err != nil {
+			return err
+		}
+		if up {
+			return netlink.LinkSetUp(lk)
+		}
+		return netlink.LinkSetDown(lk)
+	})
+	if err != nil {
+		t.Fatalf("set %s up=%v: %v", h.Link, up, err)
+	}
+}

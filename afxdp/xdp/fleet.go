@@ -83,6 +83,11 @@ func modeGroups(m Mode, zcPossible bool) []bindGroup {
 // earlier, crashed process that attached the legacy way is removed first.
 // Every step is undone if a later one fails.
 func Open(ifname string, opts ...Option) (*Fleet, error) {
+	if err := CheckInterfaceName(ifname); err != nil {
+		// The message quotes the name; a NUL or a newline has no place
+		// in the error's text.
+		return nil, packetio.NewOpError("open", "afxdp", "", packetio.NoQueue, err)
+	}
 	c := newConfig(opts)
 	f, err := open(ifname, c)
 	if err != nil {
@@ -92,9 +97,6 @@ func Open(ifname string, opts ...Option) (*Fleet, error) {
 }
 
 func open(ifname string, c *config) (f *Fleet, err error) {
-	if err := CheckInterfaceName(ifname); err != nil {
-		return nil, err
-	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
