@@ -3,8 +3,10 @@ package xdp
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -276,5 +278,59 @@ func setUp(t *testing.T, h *netns.Host, up bool) {
 	})
 	if err != nil {
 		t.Fatalf("set %s up=%v: %v", h.Link, up, err)
+	}
+}
+
+// TestNilFleet: every exported method on the nil *Fleet a failed Open
+// returns answers with zero values or an error matching ErrClosed, never a
+// panic.
+func TestNilFleet(t *testing.T) {
+	var f *Fleet
+	closed := func(name string, err error) {
+		if !errors.Is(err, packetio.ErrClosed) {
+			t.Errorf("%s on a nil Fleet: %v, want ErrClosed", name, err)
+		}
+	}
+	closed("Close", f.Close())
+	_, err := f.Info()
+	closed("Info", err)
+	_, err = f.Stats()
+	closed("Stats", err)
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"NumQueues", f.NumQueues() == 0},
+		{"Sockets", f.Sockets() == nil},
+		{"Socket", f.Socket(0) == nil},
+		{"Memory", f.Memory() == nil},
+		{"Extra", func() bool { a, b := f.Extra(); return a == 0 && b == nil }()},
+		{"Features", func() bool { _, ok := f.Features(); return !ok }()},
+		{"WaitLinkUp", !f.WaitLinkUp(time.Millisecond)},
+	} {
+		if !tc.ok {
+			t.Errorf("%s on a nil Fleet: not the zero value", tc.name)
+		}
+	}
+	// Every exported method, including any added later, called through
+	// reflection with zero arguments.
+	v := reflect.ValueOf(f)
+	for i := range v.NumMethod() {
+		m := v.Type().Method(i)
+		if m.Name == "Affinity" {
+			continue // tune.go, another change's
+		}
+		args := make([]reflect.Value, m.Type.NumIn()-1)
+		for j := range args {
+			args[j] = reflect.Zero(m.Type.In(j + 1))
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s on a nil Fleet panics: %v", m.Name, r)
+				}
+			}()
+			v.Method(i).Call(args)
+		}()
 	}
 }

@@ -350,26 +350,41 @@ func attachMode(ifindex int) string {
 
 // Features returns what the kernel reported of the device when Open ran,
 // and false when it could not be asked (a kernel before 6.3).
-func (f *Fleet) Features() (XSKFeatures, bool) { return f.feat.Features, f.feat.known }
+func (f *Fleet) Features() (XSKFeatures, bool) {
+	if f == nil {
+		return XSKFeatures{}, false
+	}
+	return f.feat.Features, f.feat.known
+}
 
 // Sockets returns the sockets, indexed by queue.
-func (f *Fleet) Sockets() []*Socket { return f.sockets }
+func (f *Fleet) Sockets() []*Socket {
+	if f == nil {
+		return nil
+	}
+	return f.sockets
+}
 
 // Socket returns the socket of queue q, or nil.
 func (f *Fleet) Socket(q int) *Socket {
-	if q < 0 || q >= len(f.sockets) {
+	if f == nil || q < 0 || q >= len(f.sockets) {
 		return nil
 	}
 	return f.sockets[q]
 }
 
 // NumQueues is the number of bound queues.
-func (f *Fleet) NumQueues() int { return len(f.sockets) }
+func (f *Fleet) NumQueues() int {
+	if f == nil {
+		return 0
+	}
+	return len(f.sockets)
+}
 
 // Memory returns the fleet's one region with WithSharedMemory (every
 // queue's frames, then the extra area), or nil without it.
 func (f *Fleet) Memory() []byte {
-	if f.umem == nil {
+	if f == nil || f.umem == nil {
 		return nil
 	}
 	return f.umem.mem
@@ -378,7 +393,7 @@ func (f *Fleet) Memory() []byte {
 // Extra returns the address of the WithSharedMemory extra area (usable as a
 // Desc.Addr on any socket) and the area itself, or (0, nil) without it.
 func (f *Fleet) Extra() (uint64, []byte) {
-	if f.umem == nil {
+	if f == nil || f.umem == nil {
 		return 0, nil
 	}
 	return f.extra, f.umem.mem[f.extra:]
@@ -388,6 +403,9 @@ func (f *Fleet) Extra() (uint64, []byte) {
 // in a row, or timeout passes. A native attach resets the driver's rings,
 // and some NICs renegotiate the link for seconds afterwards.
 func (f *Fleet) WaitLinkUp(timeout time.Duration) bool {
+	if f == nil {
+		return false
+	}
 	deadline := time.Now().Add(timeout)
 	ups := 0
 	for time.Now().Before(deadline) {
@@ -407,8 +425,12 @@ func (f *Fleet) WaitLinkUp(timeout time.Duration) bool {
 
 // Close unregisters and closes every socket, detaches the program, and
 // restores every host setting Open changed, in reverse order. It runs every
-// step and returns the first error. It is idempotent.
+// step and returns the first error. It is idempotent. On a nil Fleet (what a
+// failed Open returns) it returns an error matching packetio.ErrClosed.
 func (f *Fleet) Close() error {
+	if f == nil {
+		return packetio.NewOpError("close", "afxdp", "", packetio.NoQueue, ErrClosed)
+	}
 	f.closeMu.Lock()
 	defer f.closeMu.Unlock()
 	if f.closed {
