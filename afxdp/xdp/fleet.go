@@ -79,9 +79,23 @@ func modeGroups(m Mode, zcPossible bool) []bindGroup {
 // The mode is chosen as the driver allows: native zero-copy, then native
 // copy, then generic, unless an option forces one; Info says what was
 // granted, read back from the kernel. The program is attached through a BPF
-// link, which the kernel removes if the process dies; a program left by an
-// earlier, crashed process that attached the legacy way is removed first.
-// Every step is undone if a later one fails.
+// link, which the kernel removes if the process dies. Every step is undone
+// if a later one fails.
+//
+// Open never detaches a program packetio did not attach: another program on
+// the interface is refused with packetio.ErrBusy naming its id and name,
+// unless it was attached the legacy (netlink) way and WithReplaceProgram
+// says to replace it (Close puts it back). A program held by a BPF link is
+// never touched. The one program removed without asking is a provable
+// leftover of packetio's own: named as filter.Program names its programs
+// ("xsk_filter"), redirecting into an XSKMap named "xsks", and attached the
+// legacy way, which packetio never does (an older version, or a process
+// that died mid-attach, left it); Info().Decisions says so.
+//
+// Options are checked first, without I/O (see Validate): a value out of
+// range is packetio.ErrInvalid naming the option and the value. A name no
+// interface can have is ErrInvalid, a missing interface ErrNoDevice, an
+// interface that is down ErrUnsupported.
 func Open(ifname string, opts ...Option) (*Fleet, error) {
 	if err := CheckInterfaceName(ifname); err != nil {
 		// The message quotes the name; a NUL or a newline has no place

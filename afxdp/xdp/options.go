@@ -58,8 +58,10 @@ func (m Mode) String() string {
 }
 
 // Option configures Open, NewSocket, NewClassifier and MatchPacket. Options
-// apply in order; later ones win. Values are checked when they are used, so
-// a bad one is an error from Open, never a panic.
+// apply in order; later ones win. Open (and Validate, which does only that)
+// checks every value before it touches the kernel: one out of range is an
+// error matching packetio.ErrInvalid that names the option and the value,
+// never a panic. The zero value of every option is its default.
 type Option func(*config)
 
 // config is what the options build. Its zero value means every default.
@@ -98,8 +100,9 @@ type config struct {
 	frameSizeSet bool
 }
 
-// WithQueues binds queues 0 to n-1. The default, 0, binds every queue the
-// interface has: traffic that RSS sends to an unbound queue goes to the
+// WithQueues binds queues 0 to n-1, n from 1 to MaxQueues. The default, 0,
+// binds every queue the interface has (at most MaxQueues; Info says when
+// there are more): traffic that RSS sends to an unbound queue goes to the
 // kernel, silently, so narrow the NIC's channels (ethtool -L) rather than
 // this.
 func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
@@ -127,6 +130,7 @@ func WithExcept(m ...filter.Match) Option {
 // from it) and DNS replies (UDP and TCP from port 53). The port rules are
 // scoped to the addresses the interface (and its VLAN or macvlan children)
 // has when Open runs, so transit traffic on those ports is still taken.
+// Port 0 is refused.
 func WithKeepManagement(extraTCPPorts ...uint16) Option {
 	return func(c *config) {
 		c.keepMgmt = true
@@ -134,32 +138,36 @@ func WithKeepManagement(extraTCPPorts ...uint16) Option {
 	}
 }
 
-// WithNumFrames sets the frames each socket owns (default 8192), split
-// between its receive and transmit pools.
+// WithNumFrames sets the frames each socket owns, 1 to 1<<20, split
+// between its receive and transmit pools. The default, 0, is
+// DefaultNumFrames.
 func WithNumFrames(n int) Option { return func(c *config) { c.numFrames = n } }
 
-// WithFrameSize sets the frame size: a power of two from 2048 to 65536
-// (default 2048; 4096 on ENA).
+// WithFrameSize sets the frame size: a power of two from 2048 to 65536.
+// The default, 0, is DefaultFrameSize (4096 on ENA).
 func WithFrameSize(n int) Option {
 	return func(c *config) { c.frameSize, c.frameSizeSet = n, true }
 }
 
-// WithTxFrames sets how many of each socket's frames form its transmit pool
-// (default half). The rest receive.
+// WithTxFrames sets how many of each socket's frames form its transmit pool,
+// 1 to the frame count (the whole count only without a receive ring). The
+// default, 0, is half. The rest receive.
 func WithTxFrames(n int) Option { return func(c *config) { c.txFrames = n } }
 
 // WithReceiveHeavy gives almost every frame to receive (64 transmit), for
 // sinks.
 func WithReceiveHeavy() Option { return WithTxFrames(64) }
 
-// WithRingSize sets all four rings to n descriptors, a power of two.
+// WithRingSize sets all four rings to n descriptors, a power of two up to
+// 1<<20. Without it each ring is DefaultRingSize, or shallower when fewer
+// frames could fill it.
 func WithRingSize(n int) Option {
 	return func(c *config) { c.fillRing, c.compRing, c.rxRing, c.txRing, c.ringsSet = n, n, n, n, true }
 }
 
 // WithRingSizes sets the fill, completion, receive and transmit ring sizes
-// one by one (powers of two). A receive or transmit size of 0 leaves that
-// direction out; not both.
+// one by one (powers of two up to 1<<20). A receive or transmit size of 0
+// leaves that direction out; not both.
 func WithRingSizes(fill, completion, rx, tx int) Option {
 	return func(c *config) {
 		c.fillRing, c.compRing, c.rxRing, c.txRing, c.ringsSet = fill, completion, rx, tx, true
@@ -190,8 +198,9 @@ func WithNeedWakeup() Option { return func(c *config) { c.needWakeup = true } }
 func WithTxReuseRxFrames() Option { return func(c *config) { c.reuseRx = true } }
 
 // WithBusyPoll sets SO_PREFER_BUSY_POLL, SO_BUSY_POLL (usecs) and
-// SO_BUSY_POLL_BUDGET (budget packets) on every socket. It only helps
-// together with the NAPI deferral Open sets on a native attach.
+// SO_BUSY_POLL_BUDGET (budget packets, at most 65535) on every socket. Both
+// must be above 0, or both 0 for off (the default). It only helps together
+// with the NAPI deferral Open sets on a native attach.
 func WithBusyPoll(usecs, budget int) Option {
 	return func(c *config) { c.busyUsecs, c.busyBudget = usecs, budget }
 }
@@ -217,6 +226,7 @@ func WithTxMetadata() Option { return func(c *config) { c.txMeta = true } }
 // socket (XDP_SHARED_UMEM). An address then means the same frame on every
 // socket, and a frame built once in the extra area can be transmitted by any
 // of them without a copy. Fleet.Extra and Fleet.Memory return the areas.
+// extra is 0 (no extra area) or more.
 func WithSharedMemory(extra int) Option {
 	return func(c *config) { c.shared, c.extra = true, extra }
 }
@@ -253,6 +263,9 @@ func WithHugePages() Option { return func(c *config) { c.hugePages = true } }
 // program; with it, Open makes the changes the fields ask for through
 // internal/host's journal, lists each in Info().Tuning, and Close (or a
 // failed Open) puts every one back. The zero Tuning changes nothing either.
+// Negative NAPIDefer or NAPIFlush, and a CPU outside 0 to 1023, are refused
+// by Open with packetio.ErrInvalid; whether a CPU is online is found out when
+// the workers are placed.
 type Tuning struct {
 	// NAPIDefer and NAPIFlush are the NAPI deferral a native attach
 	// applies (napi_defer_hard_irqs and gro_flush_timeout in
