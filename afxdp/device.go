@@ -7,7 +7,6 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
-	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/devqueues"
 )
 
@@ -37,65 +36,33 @@ const backendName = "afxdp"
 // WithSteering is required. Need-wakeup is always on, every redirected frame
 // is stamped on arrival, and the queues share one region when the kernel
 // allows it. Every failure is a *packetio.OpError (Op "open") matching a
-// sentinel: ErrNoDevice for a missing interface, ErrUnsupported for what
-// the kernel, driver or options cannot give, ErrPermission without the
-// privileges; it leaves nothing behind.
+// sentinel, and leaves nothing behind: ErrInvalid for an option value out
+// of range (the message names the option and the value, "WithFrames(-1):
+// ...") or a name no interface can have (empty, over 15 bytes, a NUL),
+// ErrNoDevice for a missing interface, ErrUnsupported for an interface that
+// is down (as afpacket) and for what the kernel, driver or options cannot
+// give, ErrBusy when another process runs an XDP program on the interface
+// (see WithReplaceProgram), ErrPermission without the privileges. A failed
+// Open returns a nil *Device, whose methods return zero values and whose
+// Close returns an error matching ErrClosed.
 func Open(ifname string, opts ...Option) (*Device, error) {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := newConfig(opts)
 	fail := func(err error) (*Device, error) {
 		return nil, packetio.NewOpError("open", backendName, ifname, packetio.NoQueue, err)
 	}
-	if !c.steeringSet {
-		return fail(fmt.Errorf("%w: no steering filter: the XDP program would take every packet on the interface from the kernel, SSH and ARP included; "+
-			"name what you want with WithSteering, or take everything on purpose with WithSteering(packetio.SteeringFilter{Promiscuous: true})", packetio.ErrUnsupported))
+	if err := xdp.CheckInterfaceName(ifname); err != nil {
+		// The message quotes the name; a NUL or a newline has no place
+		// in the error's text.
+		return nil, packetio.NewOpError("open", backendName, "", packetio.NoQueue, err)
 	}
-	match := filter.MatchNone()
-	switch {
-	case c.txOnly:
-	case c.match != nil:
-		match = *c.match
-	default:
-		m, err := filter.Steering(c.steering, func() ([][6]byte, error) { return localMACs(ifname) })
-		if err != nil {
-			return fail(err)
-		}
-		match = m
+	if err := c.validate(); err != nil {
+		return fail(err)
 	}
-	xo := []xdp.Option{
-		xdp.WithNeedWakeup(),
-		xdp.WithPreferSharedMemory(),
-		xdp.WithFilter(match),
+	match, err := c.steeringMatch(func() ([][6]byte, error) { return localMACs(ifname) })
+	if err != nil {
+		return fail(err)
 	}
-	if !c.noStamps && !c.txOnly {
-		xo = append(xo, xdp.WithRxTimestamps())
-	}
-	if c.queues > 0 {
-		xo = append(xo, xdp.WithQueues(c.queues))
-	}
-	if c.frames > 0 {
-		xo = append(xo, xdp.WithNumFrames(c.frames))
-	}
-	if c.frameSize > 0 {
-		xo = append(xo, xdp.WithFrameSize(c.frameSize))
-	}
-	if c.multiBuffer {
-		xo = append(xo, xdp.WithMultiBuffer())
-	}
-	if c.txOnly {
-		xo = append(xo, xdp.WithRingSizes(0, xdp.DefaultRingSize, 0, xdp.DefaultRingSize))
-	}
-	if c.txCsum {
-		xo = append(xo, xdp.WithTxMetadata())
-	}
-	if c.tuning != nil {
-		xo = append(xo, xdp.WithHostTuning(*c.tuning))
-	}
-	xo = append(xo, c.xdp...)
+	xo := c.xdpOptions(match)
 	fleet, err := xdp.Open(ifname, xo...)
 	if err != nil {
 		return fail(err)
@@ -157,6 +124,9 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 // receive queue finds its driver cannot write the stamp (no XDP metadata
 // area).
 func (d *Device) Capabilities() packetio.Capabilities {
+	if d == nil {
+		return packetio.Capabilities{}
+	}
 	c := d.caps
 	for _, q := range d.Rx {
 		if q.noStamps.Load() {
@@ -167,18 +137,67 @@ func (d *Device) Capabilities() packetio.Capabilities {
 }
 
 // Info is the datapath's report: mode, zero-copy, filter, clocks, tuning.
-func (d *Device) Info() xdp.Info { return d.info }
+// A nil Device reports the zero Info.
+func (d *Device) Info() xdp.Info {
+	if d == nil {
+		return xdp.Info{}
+	}
+	return d.info
+}
 
 // Fleet is the datapath under the device, for what this package does not
 // wrap (per-socket statistics, the shared area). Do not close it: Close the
-// device.
-func (d *Device) Fleet() *xdp.Fleet { return d.fleet }
+// device. A nil Device has none.
+func (d *Device) Fleet() *xdp.Fleet {
+	if d == nil {
+		return nil
+	}
+	return d.fleet
+}
+
+// NumTxQueues is the number of transmit queues; 0 on a nil Device.
+func (d *Device) NumTxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumTxQueues()
+}
+
+// NumRxQueues is the number of receive queues; 0 on a nil Device.
+func (d *Device) NumRxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumRxQueues()
+}
+
+// TxQueue returns transmit queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.TxQueue(i)
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.RxQueue(i)
+}
 
 // Close closes every queue (waking a goroutine blocked in Poll), detaches
 // the program and restores every host setting Open changed. It is
 // idempotent. The Region and every slice taken from it are invalid
-// afterwards.
+// afterwards. On a nil Device (what a failed Open returns, perhaps held in
+// a packetio.Device) it returns an error matching packetio.ErrClosed.
 func (d *Device) Close() error {
+	if d == nil {
+		return packetio.NewOpError("close", backendName, "", packetio.NoQueue, packetio.ErrClosed)
+	}
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
 	if d.closed.Swap(true) {

@@ -70,4 +70,10 @@
 // On a tagged interface, a driver with rx-vlan-filter on drops a tag no VLAN
 // sub-interface claimed before XDP runs: zero packets, no error. A native
 // attach resets some drivers' rings and renegotiates the link.
+//
+// Open never removes an XDP program it did not attach: another program on
+// the interface is refused with packetio.ErrBusy naming its id and name,
+// unless WithReplaceProgram says to replace one attached the legacy
+// (netlink) way, which Close then puts back. A program held by a BPF link
+// is never touched.
 package afxdp

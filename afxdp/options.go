@@ -1,6 +1,9 @@
 package afxdp
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/filter"
@@ -29,6 +32,7 @@ type config struct {
 	match       *filter.Match
 	noStamps    bool
 	tuning      *xdp.Tuning
+	replaceProg bool
 	xdp         []xdp.Option
 }
 
@@ -74,17 +78,23 @@ func WithTxChecksumOffload() Option { return func(c *config) { c.txCsum = true }
 // is false.
 func WithoutTimestamps() Option { return func(c *config) { c.noStamps = true } }
 
-// WithQueues binds queues 0 to n-1, one transmit and one receive queue each
-// (default: every queue the interface has; traffic on an unbound queue goes
-// to the kernel unseen).
+// WithQueues binds queues 0 to n-1, one transmit and one receive queue each,
+// n from 1 to xdp.MaxQueues. The default, 0, binds every queue the
+// interface has (at most xdp.MaxQueues); traffic on an unbound queue goes to
+// the kernel unseen. Other values are refused by Open with
+// packetio.ErrInvalid.
 func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
 
-// WithFrames sets the frames of each queue (default 8192), half for
-// receive and half for transmit.
+// WithFrames sets the frames of each queue, half for receive and half for
+// transmit: 2 to 1<<20 (1 to 1<<20 with WithTransmitOnly). The default, 0,
+// is DefaultFrames. Other values are refused by Open with
+// packetio.ErrInvalid.
 func WithFrames(n int) Option { return func(c *config) { c.frames = n } }
 
-// WithFrameSize sets the frame size, a power of two from 2048 (the default)
-// to 65536; some drivers want 4096 for zero-copy. The largest packet a frame
+// WithFrameSize sets the frame size, a power of two from 2048 to 65536;
+// some drivers want 4096 for zero-copy. The default, 0, is DefaultFrameSize
+// (4096 on ENA, whose zero-copy needs it). Other values are refused by Open
+// with packetio.ErrInvalid. The largest packet a frame
 // takes, Capabilities().MaxFrameSize, is the frame less the 256 bytes the
 // kernel keeps in front of a received packet and the 16 bytes of its
 // arrival stamp.
@@ -98,7 +108,9 @@ func WithMultiBuffer() Option { return func(c *config) { c.multiBuffer = true } 
 // worker placement and interrupt moves, mlx5's xdp_tx_mpwqe flag (see
 // xdp.Tuning; xdp.DefaultTuning is what measured best). Without it Open
 // changes nothing on the host but attaching the XDP program. Every change is
-// listed in Info().Tuning and put back on Close.
+// listed in Info().Tuning and put back on Close. Negative NAPIDefer or
+// NAPIFlush, and a CPU outside 0 to 1023, are refused by Open with
+// packetio.ErrInvalid; the zero Tuning changes nothing.
 func WithHostTuning(t xdp.Tuning) Option {
 	return func(c *config) { c.tuning = &t }
 }
@@ -109,4 +121,114 @@ func WithHostTuning(t xdp.Tuning) Option {
 // filter's matches (as alternatives and exceptions).
 func WithXDP(opts ...xdp.Option) Option {
 	return func(c *config) { c.xdp = append(c.xdp, opts...) }
+}
+
+// WithReplaceProgram lets Open replace an XDP program another process
+// attached to the interface the legacy (netlink) way; without it Open
+// refuses with packetio.ErrBusy naming the program. The replaced program is
+// attached again, in its mode, when the device closes. A program held by a
+// BPF link is never replaced. See xdp.WithReplaceProgram.
+func WithReplaceProgram() Option { return func(c *config) { c.replaceProg = true } }
+
+func newConfig(opts []Option) *config {
+	c := &config{}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// maxFrames is the most frames a queue may have (xdp.WithNumFrames' limit).
+const maxFrames = 1 << 20
+
+// validate is everything Open checks before it touches the kernel: a
+// steering filter that compiles, this package's option values, and the
+// datapath options they make (xdp.Validate). It does no I/O: the zero
+// SteeringFilter is compiled against a stand-in address. A refused value
+// is an error matching packetio.ErrInvalid that names the option and the
+// value ("WithFrames(-1): ...").
+func (c *config) validate() error {
+	if !c.steeringSet {
+		return fmt.Errorf("%w: no steering filter: the XDP program would take every packet on the interface from the kernel, SSH and ARP included; "+
+			"name what you want with WithSteering, or take everything on purpose with WithSteering(packetio.SteeringFilter{Promiscuous: true})", packetio.ErrUnsupported)
+	}
+	minFrames := 2
+	if c.txOnly {
+		minFrames = 1
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
+	}
+	switch {
+	case c.queues < 0 || c.queues > xdp.MaxQueues:
+		return bad("WithQueues(%d): want 1 to %d, or 0 for every queue", c.queues, xdp.MaxQueues)
+	case c.frames < 0 || (c.frames > 0 && c.frames < minFrames) || c.frames > maxFrames:
+		return bad("WithFrames(%d): want %d to %d (half receive, half transmit), or 0 for %d", c.frames, minFrames, maxFrames, DefaultFrames)
+	case c.frameSize != 0 && (c.frameSize < 2048 || c.frameSize > 65536 || c.frameSize&(c.frameSize-1) != 0):
+		return bad("WithFrameSize(%d): want a power of two from 2048 to 65536, or 0 for %d", c.frameSize, DefaultFrameSize)
+	}
+	match, err := c.steeringMatch(func() ([][6]byte, error) { return [][6]byte{{0x02}}, nil })
+	if err != nil {
+		return err
+	}
+	if err := xdp.Validate(c.xdpOptions(match)...); err != nil {
+		var oe *packetio.OpError
+		if errors.As(err, &oe) {
+			err = oe.Err
+		}
+		return err
+	}
+	return nil
+}
+
+// steeringMatch compiles what the device steers into one match; local
+// gives the interface's addresses for the zero SteeringFilter.
+func (c *config) steeringMatch(local func() ([][6]byte, error)) (filter.Match, error) {
+	switch {
+	case c.txOnly:
+		return filter.MatchNone(), nil
+	case c.match != nil:
+		return *c.match, nil
+	}
+	return filter.Steering(c.steering, local)
+}
+
+// xdpOptions are the datapath options the device's options make, the
+// WithXDP ones last so they win.
+func (c *config) xdpOptions(match filter.Match) []xdp.Option {
+	xo := []xdp.Option{
+		xdp.WithNeedWakeup(),
+		xdp.WithPreferSharedMemory(),
+		xdp.WithFilter(match),
+	}
+	if !c.noStamps && !c.txOnly {
+		xo = append(xo, xdp.WithRxTimestamps())
+	}
+	if c.queues > 0 {
+		xo = append(xo, xdp.WithQueues(c.queues))
+	}
+	if c.frames > 0 {
+		xo = append(xo, xdp.WithNumFrames(c.frames))
+	}
+	if c.frameSize > 0 {
+		xo = append(xo, xdp.WithFrameSize(c.frameSize))
+	}
+	if c.multiBuffer {
+		xo = append(xo, xdp.WithMultiBuffer())
+	}
+	if c.txOnly {
+		xo = append(xo, xdp.WithRingSizes(0, xdp.DefaultRingSize, 0, xdp.DefaultRingSize))
+	}
+	if c.txCsum {
+		xo = append(xo, xdp.WithTxMetadata())
+	}
+	if c.tuning != nil {
+		xo = append(xo, xdp.WithHostTuning(*c.tuning))
+	}
+	if c.replaceProg {
+		xo = append(xo, xdp.WithReplaceProgram())
+	}
+	return append(xo, c.xdp...)
 }

@@ -78,6 +78,15 @@
 // transmit ring only inside a system call: a full ring must be kicked, and
 // SendFunc and SendBatch do it.
 //
+// # Other programs
+//
+// One XDP program runs per interface and mode. Open never detaches one it
+// did not attach: it refuses with packetio.ErrBusy naming the program's id
+// and name, unless WithReplaceProgram says to replace one attached the
+// legacy (netlink) way; Close then attaches it again. A program held by a
+// BPF link belongs to a live process and is never touched. Only a provable
+// leftover of packetio's own is removed unasked (see Open).
+//
 // # Modes
 //
 // Open tries native zero-copy, native copy and generic (SKB) mode in that

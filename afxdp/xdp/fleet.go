@@ -1,8 +1,10 @@
 package xdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
@@ -34,7 +38,8 @@ type Fleet struct {
 	progCfg filter.Program // what the attached program was built from
 	feat    devFeatures
 	tuning  hostTuning
-	pins    threadPins // the worker threads its sockets pinned
+	pins    threadPins      // the worker threads its sockets pinned
+	foreign *foreignProgram // replaced under WithReplaceProgram, put back on Close
 
 	closeMu sync.Mutex
 	closed  bool
@@ -74,10 +79,29 @@ func modeGroups(m Mode, zcPossible bool) []bindGroup {
 // The mode is chosen as the driver allows: native zero-copy, then native
 // copy, then generic, unless an option forces one; Info says what was
 // granted, read back from the kernel. The program is attached through a BPF
-// link, which the kernel removes if the process dies; a program left by an
-// earlier, crashed process that attached the legacy way is removed first.
-// Every step is undone if a later one fails.
+// link, which the kernel removes if the process dies. Every step is undone
+// if a later one fails.
+//
+// Open never detaches a program packetio did not attach: another program on
+// the interface is refused with packetio.ErrBusy naming its id and name,
+// unless it was attached the legacy (netlink) way and WithReplaceProgram
+// says to replace it (Close puts it back). A program held by a BPF link is
+// never touched. The one program removed without asking is a provable
+// leftover of packetio's own: named as filter.Program names its programs
+// ("xsk_filter"), redirecting into an XSKMap named "xsks", and attached the
+// legacy way, which packetio never does (an older version, or a process
+// that died mid-attach, left it); Info().Decisions says so.
+//
+// Options are checked first, without I/O (see Validate): a value out of
+// range is packetio.ErrInvalid naming the option and the value. A name no
+// interface can have is ErrInvalid, a missing interface ErrNoDevice, an
+// interface that is down ErrUnsupported.
 func Open(ifname string, opts ...Option) (*Fleet, error) {
+	if err := CheckInterfaceName(ifname); err != nil {
+		// The message quotes the name; a NUL or a newline has no place
+		// in the error's text.
+		return nil, packetio.NewOpError("open", "afxdp", "", packetio.NoQueue, err)
+	}
 	c := newConfig(opts)
 	f, err := open(ifname, c)
 	if err != nil {
@@ -87,12 +111,7 @@ func Open(ifname string, opts ...Option) (*Fleet, error) {
 }
 
 func open(ifname string, c *config) (f *Fleet, err error) {
-	if len(c.matches) == 0 {
-		return nil, fmt.Errorf("%w: no filter: without one the program would take every packet from the kernel, SSH and ARP included; "+
-			"name the traffic (WithFilter, WithUDPPorts), take everything on purpose with WithFilter(filter.MatchAll()), or only transmit with WithFilter(filter.MatchNone())",
-			ErrUnsupported)
-	}
-	if err := filter.Validate(c.matches, c.except); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	lk, err := netlink.LinkByName(ifname)
@@ -100,6 +119,9 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 		return nil, fmt.Errorf("%w: no interface %q in this network namespace: %w", packetio.ErrNoDevice, ifname, err)
 	}
 	attrs := lk.Attrs()
+	if attrs.Flags&net.FlagUp == 0 {
+		return nil, fmt.Errorf("%w: interface is down (bring it up with `ip link set %s up`); an AF_XDP socket on it would never send or receive", packetio.ErrUnsupported, ifname)
+	}
 	f = &Fleet{ifname: ifname, ifindex: attrs.Index}
 	f.info = Info{Interface: ifname, Ifindex: attrs.Index, Driver: host.Driver(ifname)}
 	fl := f // the named result is nil by the time a failure's cleanup runs
@@ -133,6 +155,7 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	}
 	if nq > MaxQueues {
 		nq = MaxQueues
+		f.info.Decisions = append(f.info.Decisions, fmt.Sprintf("%d of the %d receive queues bound (MaxQueues); traffic on the others goes to the kernel", MaxQueues, total))
 	}
 	f.info.Queues, f.info.QueuesTotal = nq, total
 	f.info.FrameSize, f.info.NumFrames, f.info.TxFrames = g.frameSize, g.numFrames, g.txFrames
@@ -157,6 +180,9 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	f.info.Features = feat.String()
 	kf, kfErr := filter.LookupKfuncs()
 
+	if err := f.clearXDP(c); err != nil {
+		return nil, err
+	}
 	if err := f.tuneBeforeAttach(c, nq); err != nil {
 		return nil, err
 	}
@@ -227,11 +253,6 @@ func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc filter.P
 		prog, err = pc.Load(0)
 	}
 	if err != nil {
-		xsks.Close()
-		return false, "", err
-	}
-	if err := removeStaleProgram(f.ifindex); err != nil {
-		prog.Close()
 		xsks.Close()
 		return false, "", err
 	}
@@ -320,41 +341,6 @@ func bindName(flags uint16) string {
 	return "copy"
 }
 
-// removeStaleProgram removes an XDP program a dead process attached the
-// legacy (netlink) way; one held by a BPF link belongs to a live process and
-// is not ours to remove.
-func removeStaleProgram(ifindex int) error {
-	lk, err := netlink.LinkByIndex(ifindex)
-	if err != nil {
-		return fmt.Errorf("look up interface %d: %w", ifindex, err)
-	}
-	x := lk.Attrs().Xdp
-	if x == nil || !x.Attached {
-		return nil
-	}
-	flags := 0
-	switch x.AttachMode {
-	case 1:
-		flags = unix.XDP_FLAGS_DRV_MODE
-	case 2:
-		flags = unix.XDP_FLAGS_SKB_MODE
-	case 3:
-		flags = unix.XDP_FLAGS_HW_MODE
-	}
-	if err := netlink.LinkSetXdpFdWithFlags(lk, -1, flags); err != nil {
-		return fmt.Errorf("%w: %s already has XDP program %d attached, held by a BPF link of a running process (%v); close that first",
-			ErrUnsupported, lk.Attrs().Name, x.ProgId, err)
-	}
-	for range 100 {
-		lk, err := netlink.LinkByIndex(ifindex)
-		if err != nil || lk.Attrs().Xdp == nil || !lk.Attrs().Xdp.Attached {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return fmt.Errorf("%w: the stale XDP program %d on interface %d did not go away", ErrUnsupported, x.ProgId, ifindex)
-}
-
 // attachMode reads back how the program is attached.
 func attachMode(ifindex int) string {
 	lk, err := netlink.LinkByIndex(ifindex)
@@ -378,26 +364,41 @@ func attachMode(ifindex int) string {
 
 // Features returns what the kernel reported of the device when Open ran,
 // and false when it could not be asked (a kernel before 6.3).
-func (f *Fleet) Features() (XSKFeatures, bool) { return f.feat.Features, f.feat.known }
+func (f *Fleet) Features() (XSKFeatures, bool) {
+	if f == nil {
+		return XSKFeatures{}, false
+	}
+	return f.feat.Features, f.feat.known
+}
 
 // Sockets returns the sockets, indexed by queue.
-func (f *Fleet) Sockets() []*Socket { return f.sockets }
+func (f *Fleet) Sockets() []*Socket {
+	if f == nil {
+		return nil
+	}
+	return f.sockets
+}
 
 // Socket returns the socket of queue q, or nil.
 func (f *Fleet) Socket(q int) *Socket {
-	if q < 0 || q >= len(f.sockets) {
+	if f == nil || q < 0 || q >= len(f.sockets) {
 		return nil
 	}
 	return f.sockets[q]
 }
 
 // NumQueues is the number of bound queues.
-func (f *Fleet) NumQueues() int { return len(f.sockets) }
+func (f *Fleet) NumQueues() int {
+	if f == nil {
+		return 0
+	}
+	return len(f.sockets)
+}
 
 // Memory returns the fleet's one region with WithSharedMemory (every
 // queue's frames, then the extra area), or nil without it.
 func (f *Fleet) Memory() []byte {
-	if f.umem == nil {
+	if f == nil || f.umem == nil {
 		return nil
 	}
 	return f.umem.mem
@@ -406,7 +407,7 @@ func (f *Fleet) Memory() []byte {
 // Extra returns the address of the WithSharedMemory extra area (usable as a
 // Desc.Addr on any socket) and the area itself, or (0, nil) without it.
 func (f *Fleet) Extra() (uint64, []byte) {
-	if f.umem == nil {
+	if f == nil || f.umem == nil {
 		return 0, nil
 	}
 	return f.extra, f.umem.mem[f.extra:]
@@ -416,6 +417,9 @@ func (f *Fleet) Extra() (uint64, []byte) {
 // in a row, or timeout passes. A native attach resets the driver's rings,
 // and some NICs renegotiate the link for seconds afterwards.
 func (f *Fleet) WaitLinkUp(timeout time.Duration) bool {
+	if f == nil {
+		return false
+	}
 	deadline := time.Now().Add(timeout)
 	ups := 0
 	for time.Now().Before(deadline) {
@@ -435,8 +439,12 @@ func (f *Fleet) WaitLinkUp(timeout time.Duration) bool {
 
 // Close unregisters and closes every socket, detaches the program, and
 // restores every host setting Open changed, in reverse order. It runs every
-// step and returns the first error. It is idempotent.
+// step and returns the first error. It is idempotent. On a nil Fleet (what a
+// failed Open returns) it returns an error matching packetio.ErrClosed.
 func (f *Fleet) Close() error {
+	if f == nil {
+		return packetio.NewOpError("close", "afxdp", "", packetio.NoQueue, ErrClosed)
+	}
 	f.closeMu.Lock()
 	defer f.closeMu.Unlock()
 	if f.closed {
@@ -458,6 +466,9 @@ func (f *Fleet) teardown() error {
 	}
 	f.closeSockets()
 	if err := f.detach(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.restoreForeign(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := f.tuning.restore(); err != nil {
@@ -493,4 +504,222 @@ func (f *Fleet) detach() error {
 		f.xsks = nil
 	}
 	return err
+}
+
+// programName is the name filter.Program gives every program it loads
+// (filter.Program.Spec): with an XSKMap named "xsks" in its maps, the mark
+// of a packetio program.
+const programName = "xsk_filter"
+
+// IFLA_XDP_ATTACHED values.
+const (
+	xdpAttachedNone    = 0
+	xdpAttachedDriver  = 1
+	xdpAttachedGeneric = 2
+	xdpAttachedHW      = 3
+	xdpAttachedMulti   = 4
+)
+
+// foreignProgram is an XDP program Open found attached the legacy
+// (netlink) way and replaced under WithReplaceProgram: Close attaches it
+// again with the same mode.
+type foreignProgram struct {
+	prog  *ebpf.Program
+	sock  *nl.SocketHandle // a route socket in Open's network namespace
+	id    ebpf.ProgramID
+	name  string
+	flags int // XDP_FLAGS_*_MODE it was attached with
+}
+
+// clearXDP makes room for the fleet's program. With no program on the
+// interface it does nothing. A program held by a BPF link belongs to a live
+// process and is never touched. A program attached the legacy way is
+// removed when it is a leftover of packetio's own (see isLeftover), replaced
+// when WithReplaceProgram says so (remembered for restoreForeign), and
+// otherwise refused with packetio.ErrBusy naming it.
+func (f *Fleet) clearXDP(c *config) error {
+	lk, err := netlink.LinkByIndex(f.ifindex)
+	if err != nil {
+		return fmt.Errorf("look up interface %s: %w", f.ifname, err)
+	}
+	x := lk.Attrs().Xdp
+	if x == nil || x.AttachMode == xdpAttachedNone || x.AttachMode == xdpAttachedHW {
+		return nil // an offloaded program has a slot of its own
+	}
+	if x.AttachMode == xdpAttachedMulti || x.ProgId == 0 {
+		return fmt.Errorf("%w: %s already runs several XDP programs (one offloaded to the hardware); packetio replaces none of them", packetio.ErrBusy, f.ifname)
+	}
+	id := ebpf.ProgramID(x.ProgId)
+	prog, err := ebpf.NewProgramFromID(id)
+	if err != nil {
+		return fmt.Errorf("%w: %s already runs XDP program %d, which packetio cannot inspect (%w)", packetio.ErrBusy, f.ifname, id, err)
+	}
+	name := ""
+	if pi, err := prog.Info(); err == nil {
+		name = pi.Name
+	}
+	what := fmt.Sprintf("%s already runs XDP program %d %q", f.ifname, id, name)
+	if linkHolds(id, f.ifindex) {
+		prog.Close()
+		return fmt.Errorf("%w: %s (held by a BPF link of a running process, which packetio never detaches)", packetio.ErrBusy, what)
+	}
+	flags := modeFlags(x.AttachMode)
+	leftover := isLeftover(prog, name)
+	if !leftover && !c.replaceProg {
+		prog.Close()
+		return fmt.Errorf("%w: %s (attached by another process); WithReplaceProgram replaces it while the fleet is open", packetio.ErrBusy, what)
+	}
+	var sock *nl.SocketHandle
+	if !leftover {
+		// Close may run on a thread of another network namespace: the
+		// program goes back through a socket of this one.
+		ns, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
+		if err != nil {
+			prog.Close()
+			return fmt.Errorf("%w: %s; a route socket to put it back later failed: %w", packetio.ErrBusy, what, err)
+		}
+		sock = &nl.SocketHandle{Socket: ns}
+	}
+	if err := setXDP(nil, f.ifindex, -1, prog.FD(), flags); err != nil {
+		prog.Close()
+		if sock != nil {
+			sock.Close()
+		}
+		return fmt.Errorf("%w: %s, and removing it failed: %w", packetio.ErrBusy, what, err)
+	}
+	if leftover {
+		prog.Close()
+		f.info.Decisions = append(f.info.Decisions, fmt.Sprintf("removed XDP program %d %q, a leftover of an earlier packetio process (attached the legacy netlink way)", id, name))
+		return nil
+	}
+	f.foreign = &foreignProgram{prog: prog, sock: sock, id: id, name: name, flags: flags}
+	f.info.Decisions = append(f.info.Decisions, fmt.Sprintf("replaced XDP program %d %q (WithReplaceProgram); Close attaches it again", id, name))
+	return nil
+}
+
+// restoreForeign attaches the program clearXDP replaced again, with its
+// mode, unless something else took the interface meanwhile.
+func (f *Fleet) restoreForeign() error {
+	fp := f.foreign
+	if fp == nil {
+		return nil
+	}
+	f.foreign = nil
+	defer fp.prog.Close()
+	defer fp.sock.Close()
+	var err error
+	// The kernel frees the fleet's link on close; the slot may take a
+	// moment to be empty.
+	for range 50 {
+		if err = setXDP(fp.sock, f.ifindex, fp.prog.FD(), -1, fp.flags|unix.XDP_FLAGS_UPDATE_IF_NOEXIST); !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("put XDP program %d %q back on %s: %w", fp.id, fp.name, f.ifname, err)
+	}
+	return nil
+}
+
+// isLeftover says whether a program attached the legacy way is packetio's
+// own: its name is the one filter.Program gives, and it redirects into an
+// XSKMap named "xsks". packetio attaches through a BPF link, which the
+// kernel removes with its owner, so such a program was attached by an older
+// version or by a process that died before it could take the link.
+func isLeftover(prog *ebpf.Program, name string) bool {
+	if name != programName || prog.Type() != ebpf.XDP {
+		return false
+	}
+	pi, err := prog.Info()
+	if err != nil {
+		return false
+	}
+	ids, ok := pi.MapIDs()
+	if !ok {
+		return false
+	}
+	for _, id := range ids {
+		m, err := ebpf.NewMapFromID(id)
+		if err != nil {
+			continue
+		}
+		mi, err := m.Info()
+		m.Close()
+		if err == nil && mi.Type == ebpf.XSKMap && mi.Name == "xsks" {
+			return true
+		}
+	}
+	return false
+}
+
+// linkHolds says whether a BPF link attaches program id to the interface
+// with index ifindex. Link IDs are global and interface indexes are not,
+// so it errs toward yes: a link of the same program on the same index in
+// another namespace counts too, and the program is then left alone.
+func linkHolds(id ebpf.ProgramID, ifindex int) bool {
+	var it link.Iterator
+	defer it.Close()
+	for it.Next() {
+		li, err := it.Link.Info()
+		if err != nil || li.Type != link.XDPType || li.Program != id {
+			continue
+		}
+		if x := li.XDP(); x == nil || int(x.Ifindex) == ifindex {
+			return true
+		}
+	}
+	return false
+}
+
+// modeFlags are the XDP_FLAGS_*_MODE of an IFLA_XDP_ATTACHED value.
+func modeFlags(attached uint32) int {
+	switch attached {
+	case xdpAttachedDriver:
+		return unix.XDP_FLAGS_DRV_MODE
+	case xdpAttachedGeneric:
+		return unix.XDP_FLAGS_SKB_MODE
+	}
+	return 0
+}
+
+// setXDP attaches the program fd (or detaches with -1) the legacy netlink
+// way, through sock when it is not nil (in sock's network namespace), else
+// in the calling thread's. With expected >= 0 the kernel acts only if that program is the one
+// attached (XDP_FLAGS_REPLACE), so a program that took its place meanwhile
+// is never removed.
+func setXDP(sock *nl.SocketHandle, ifindex, fd, expected, flags int) error {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	if sock != nil {
+		req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: sock}
+	}
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(ifindex)
+	req.AddData(msg)
+	u32 := func(v int) []byte { return binary.NativeEndian.AppendUint32(nil, uint32(v)) }
+	attrs := nl.NewRtAttr(unix.IFLA_XDP|unix.NLA_F_NESTED, nil)
+	attrs.AddRtAttr(unix.IFLA_XDP_FD, u32(fd))
+	if expected >= 0 {
+		flags |= unix.XDP_FLAGS_REPLACE
+		attrs.AddRtAttr(unix.IFLA_XDP_EXPECTED_FD, u32(expected))
+	}
+	if flags != 0 {
+		attrs.AddRtAttr(unix.IFLA_XDP_FLAGS, u32(flags))
+	}
+	req.AddData(attrs)
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
+}
+
+// CheckInterfaceName refuses, with packetio.ErrInvalid, a name no Linux
+// interface can have: empty, longer than 15 bytes (IFNAMSIZ-1), "." or
+// "..", or holding a NUL, a '/', a ':' or white space (the kernel's
+// dev_valid_name).
+func CheckInterfaceName(name string) error {
+	bad := name == "" || len(name) >= unix.IFNAMSIZ || name == "." || name == ".." ||
+		strings.ContainsAny(name, "\x00/: \t\n\v\f\r")
+	if bad {
+		return fmt.Errorf("%w: bad interface name %q: want 1 to %d bytes, no NUL, '/', ':' or white space", packetio.ErrInvalid, name, unix.IFNAMSIZ-1)
+	}
+	return nil
 }

@@ -134,8 +134,12 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	}
 }
 
-// Info reports how the fleet is running.
+// Info reports how the fleet is running. On a closed or nil Fleet it
+// returns an error matching packetio.ErrClosed.
 func (f *Fleet) Info() (Info, error) {
+	if f == nil {
+		return Info{}, packetio.NewOpError("info", "afxdp", "", packetio.NoQueue, ErrClosed)
+	}
 	f.closeMu.Lock()
 	defer f.closeMu.Unlock()
 	if f.closed {
@@ -172,8 +176,12 @@ func (s FleetStats) String() string {
 		s.RxPackets, s.TxPackets, s.PacketsPerPoll(), s.Kicks, s.KicksSuppressed, s.RxDropped, s.RxRingFull, s.RxFillRingEmpty, s.RxInvalidDescs, s.TxInvalidDescs)
 }
 
-// Stats sums every socket's Stats.
+// Stats sums every socket's Stats. On a closed or nil Fleet it returns an
+// error matching packetio.ErrClosed.
 func (f *Fleet) Stats() (FleetStats, error) {
+	if f == nil {
+		return FleetStats{}, packetio.NewOpError("stats", "afxdp", "", packetio.NoQueue, ErrClosed)
+	}
 	f.closeMu.Lock()
 	defer f.closeMu.Unlock()
 	if f.closed {

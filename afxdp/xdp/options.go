@@ -58,8 +58,10 @@ func (m Mode) String() string {
 }
 
 // Option configures Open, NewSocket, NewClassifier and MatchPacket. Options
-// apply in order; later ones win. Values are checked when they are used, so
-// a bad one is an error from Open, never a panic.
+// apply in order; later ones win. Open (and Validate, which does only that)
+// checks every value before it touches the kernel: one out of range is an
+// error matching packetio.ErrInvalid that names the option and the value,
+// never a panic. The zero value of every option is its default.
 type Option func(*config)
 
 // config is what the options build. Its zero value means every default.
@@ -92,13 +94,15 @@ type config struct {
 	onForeign func(addr uint64)
 	hugePages bool
 
+	replaceProg  bool                 // replace a foreign program attached the legacy way
 	tuning       *Tuning              // nil: change nothing on the host
 	onOpened     func(f *Fleet) error // tests: runs when Open is done; an error fails it
 	frameSizeSet bool
 }
 
-// WithQueues binds queues 0 to n-1. The default, 0, binds every queue the
-// interface has: traffic that RSS sends to an unbound queue goes to the
+// WithQueues binds queues 0 to n-1, n from 1 to MaxQueues. The default, 0,
+// binds every queue the interface has (at most MaxQueues; Info says when
+// there are more): traffic that RSS sends to an unbound queue goes to the
 // kernel, silently, so narrow the NIC's channels (ethtool -L) rather than
 // this.
 func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
@@ -126,6 +130,7 @@ func WithExcept(m ...filter.Match) Option {
 // from it) and DNS replies (UDP and TCP from port 53). The port rules are
 // scoped to the addresses the interface (and its VLAN or macvlan children)
 // has when Open runs, so transit traffic on those ports is still taken.
+// Port 0 is refused.
 func WithKeepManagement(extraTCPPorts ...uint16) Option {
 	return func(c *config) {
 		c.keepMgmt = true
@@ -133,32 +138,36 @@ func WithKeepManagement(extraTCPPorts ...uint16) Option {
 	}
 }
 
-// WithNumFrames sets the frames each socket owns (default 8192), split
-// between its receive and transmit pools.
+// WithNumFrames sets the frames each socket owns, 1 to 1<<20, split
+// between its receive and transmit pools. The default, 0, is
+// DefaultNumFrames.
 func WithNumFrames(n int) Option { return func(c *config) { c.numFrames = n } }
 
-// WithFrameSize sets the frame size: a power of two from 2048 to 65536
-// (default 2048; 4096 on ENA).
+// WithFrameSize sets the frame size: a power of two from 2048 to 65536.
+// The default, 0, is DefaultFrameSize (4096 on ENA).
 func WithFrameSize(n int) Option {
 	return func(c *config) { c.frameSize, c.frameSizeSet = n, true }
 }
 
-// WithTxFrames sets how many of each socket's frames form its transmit pool
-// (default half). The rest receive.
+// WithTxFrames sets how many of each socket's frames form its transmit pool,
+// 1 to the frame count (the whole count only without a receive ring). The
+// default, 0, is half. The rest receive.
 func WithTxFrames(n int) Option { return func(c *config) { c.txFrames = n } }
 
 // WithReceiveHeavy gives almost every frame to receive (64 transmit), for
 // sinks.
 func WithReceiveHeavy() Option { return WithTxFrames(64) }
 
-// WithRingSize sets all four rings to n descriptors, a power of two.
+// WithRingSize sets all four rings to n descriptors, a power of two up to
+// 1<<20. Without it each ring is DefaultRingSize, or shallower when fewer
+// frames could fill it.
 func WithRingSize(n int) Option {
 	return func(c *config) { c.fillRing, c.compRing, c.rxRing, c.txRing, c.ringsSet = n, n, n, n, true }
 }
 
 // WithRingSizes sets the fill, completion, receive and transmit ring sizes
-// one by one (powers of two). A receive or transmit size of 0 leaves that
-// direction out; not both.
+// one by one (powers of two up to 1<<20). A receive or transmit size of 0
+// leaves that direction out; not both.
 func WithRingSizes(fill, completion, rx, tx int) Option {
 	return func(c *config) {
 		c.fillRing, c.compRing, c.rxRing, c.txRing, c.ringsSet = fill, completion, rx, tx, true
@@ -189,8 +198,9 @@ func WithNeedWakeup() Option { return func(c *config) { c.needWakeup = true } }
 func WithTxReuseRxFrames() Option { return func(c *config) { c.reuseRx = true } }
 
 // WithBusyPoll sets SO_PREFER_BUSY_POLL, SO_BUSY_POLL (usecs) and
-// SO_BUSY_POLL_BUDGET (budget packets) on every socket. It only helps
-// together with the NAPI deferral Open sets on a native attach.
+// SO_BUSY_POLL_BUDGET (budget packets, at most 65535) on every socket. Both
+// must be above 0, or both 0 for off (the default). It only helps together
+// with the NAPI deferral Open sets on a native attach.
 func WithBusyPoll(usecs, budget int) Option {
 	return func(c *config) { c.busyUsecs, c.busyBudget = usecs, budget }
 }
@@ -216,6 +226,7 @@ func WithTxMetadata() Option { return func(c *config) { c.txMeta = true } }
 // socket (XDP_SHARED_UMEM). An address then means the same frame on every
 // socket, and a frame built once in the extra area can be transmitted by any
 // of them without a copy. Fleet.Extra and Fleet.Memory return the areas.
+// extra is 0 (no extra area) or more.
 func WithSharedMemory(extra int) Option {
 	return func(c *config) { c.shared, c.extra = true, extra }
 }
@@ -235,6 +246,14 @@ func WithOnForeignComplete(fn func(addr uint64)) Option {
 	return func(c *config) { c.onForeign = fn }
 }
 
+// WithReplaceProgram lets Open replace an XDP program another process
+// attached to the interface the legacy (netlink) way, which it otherwise
+// refuses with packetio.ErrBusy naming the program. The replaced program is
+// kept and attached again, in its mode, when the fleet closes (or Open
+// fails); Info().Decisions says so. A program held by a BPF link is never
+// replaced: its owner is alive and the kernel would refuse anyway.
+func WithReplaceProgram() Option { return func(c *config) { c.replaceProg = true } }
+
 // WithHugePages backs the UMEM with 2 MiB pages when the host has them
 // reserved; otherwise Open falls back to normal pages and Info says why.
 func WithHugePages() Option { return func(c *config) { c.hugePages = true } }
@@ -244,6 +263,9 @@ func WithHugePages() Option { return func(c *config) { c.hugePages = true } }
 // program; with it, Open makes the changes the fields ask for through
 // internal/host's journal, lists each in Info().Tuning, and Close (or a
 // failed Open) puts every one back. The zero Tuning changes nothing either.
+// Negative NAPIDefer or NAPIFlush, and a CPU outside 0 to 1023, are refused
+// by Open with packetio.ErrInvalid; whether a CPU is online is found out when
+// the workers are placed.
 type Tuning struct {
 	// NAPIDefer and NAPIFlush are the NAPI deferral a native attach
 	// applies (napi_defer_hard_irqs and gro_flush_timeout in
@@ -297,10 +319,125 @@ type socketGeometry struct {
 	txHeadroom                     int // TxMetadataLen with WithTxMetadata
 }
 
+// Limits of the option values Open accepts.
+const (
+	maxNumFrames  = 1 << 20 // frames per socket
+	maxRingSize   = 1 << 20 // descriptors per ring
+	maxBusyBudget = 1<<16 - 1
+	maxCPU        = 1023 // the last CPU a unix.CPUSet holds
+)
+
+// invalid is a refusal of an option value: it matches packetio.ErrInvalid
+// and reads "WithFrames(-1): ...".
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
+}
+
+func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// checkOptions refuses an option value no socket could take, naming the
+// option and the value. It does no I/O. The zero value of every field is
+// its default: 0 queues is every queue, 0 frames DefaultNumFrames, frame
+// size 0 DefaultFrameSize, 0 transmit frames half of them, busy polling
+// 0/0 off, shared memory 0 no extra area, the zero Tuning no change.
+func (c *config) checkOptions() error {
+	switch {
+	case c.queues < 0 || c.queues > MaxQueues:
+		return invalid("WithQueues(%d): want 1 to %d, or 0 for every queue", c.queues, MaxQueues)
+	case c.numFrames < 0 || c.numFrames > maxNumFrames:
+		return invalid("WithNumFrames(%d): want 1 to %d, or 0 for %d", c.numFrames, maxNumFrames, DefaultNumFrames)
+	case c.frameSize != 0 && (!pow2(c.frameSize) || c.frameSize < minFrameSize || c.frameSize > maxFrameSize):
+		return invalid("WithFrameSize(%d): frame size is not a power of two from %d to %d (or 0 for %d)", c.frameSize, minFrameSize, maxFrameSize, DefaultFrameSize)
+	case c.txFrames < 0:
+		return invalid("WithTxFrames(%d): want 1 to the frame count, or 0 for half", c.txFrames)
+	case c.busyUsecs < 0 || c.busyBudget < 0 || c.busyBudget > maxBusyBudget || (c.busyUsecs == 0) != (c.busyBudget == 0):
+		return invalid("WithBusyPoll(%d, %d): want both above 0 (budget at most %d), or both 0 for off", c.busyUsecs, c.busyBudget, maxBusyBudget)
+	case c.extra < 0 || c.extra > maxNumFrames*maxFrameSize:
+		return invalid("WithSharedMemory(%d): want 0 to %d bytes", c.extra, maxNumFrames*maxFrameSize)
+	}
+	if c.ringsSet {
+		if err := checkRings(c.fillRing, c.compRing, c.rxRing, c.txRing); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.mgmtPorts {
+		if p == 0 {
+			return invalid("WithKeepManagement(%v): port 0 names no traffic", c.mgmtPorts)
+		}
+	}
+	if c.tuning != nil {
+		return c.tuning.check()
+	}
+	return nil
+}
+
+// checkRings refuses ring sizes that are not powers of two up to
+// maxRingSize; a receive or transmit ring of 0 leaves its direction out.
+func checkRings(fill, comp, rx, tx int) error {
+	bad := func(n int) bool { return !pow2(n) || n > maxRingSize }
+	name := fmt.Sprintf("WithRingSizes(%d, %d, %d, %d)", fill, comp, rx, tx)
+	if fill == comp && comp == rx && rx == tx {
+		name = fmt.Sprintf("WithRingSize(%d)", rx)
+	}
+	switch {
+	case rx == 0 && tx == 0:
+		return invalid("%s: both the receive and the transmit ring are 0", name)
+	case rx < 0 || tx < 0 || (rx != 0 && (bad(rx) || bad(fill))) || (tx != 0 && (bad(tx) || bad(comp))):
+		return invalid("%s: ring sizes must be powers of two up to %d (receive ring %d and fill ring %d, transmit ring %d and completion ring %d; 0 for rx or tx leaves that direction out)",
+			name, maxRingSize, rx, fill, tx, comp)
+	}
+	return nil
+}
+
+// check refuses Tuning values out of range. Whether a CPU is online is
+// found out when Open places the workers.
+func (t *Tuning) check() error {
+	switch {
+	case t.NAPIDefer < 0:
+		return invalid("WithHostTuning(Tuning{NAPIDefer: %d}): want 0 or more polls", t.NAPIDefer)
+	case t.NAPIFlush < 0:
+		return invalid("WithHostTuning(Tuning{NAPIFlush: %v}): want 0 (leave NAPI alone) or more", t.NAPIFlush)
+	}
+	for _, cpu := range t.CPUs {
+		if cpu < 0 || cpu > maxCPU {
+			return invalid("WithHostTuning(Tuning{CPUs: %v}): CPU %d is outside 0 to %d", t.CPUs, cpu, maxCPU)
+		}
+	}
+	return nil
+}
+
+// validate is everything Open checks before it touches the kernel: a
+// filter, valid matches, option values in range, options that combine. It
+// does no I/O.
+func (c *config) validate() error {
+	if len(c.matches) == 0 {
+		return fmt.Errorf("%w: no filter: without one the program would take every packet from the kernel, SSH and ARP included; "+
+			"name the traffic (WithFilter, WithUDPPorts), take everything on purpose with WithFilter(filter.MatchAll()), or only transmit with WithFilter(filter.MatchNone())",
+			ErrUnsupported)
+	}
+	if err := filter.Validate(c.matches, c.except); err != nil {
+		return err
+	}
+	_, err := c.geometry()
+	return err
+}
+
+// Validate checks an option set as Open would before it touches the
+// kernel, and returns the error Open would: nil, or a *packetio.OpError
+// matching packetio.ErrInvalid that names the option and its value
+// ("WithNumFrames(-1): ..."), or packetio.ErrUnsupported for a missing
+// filter or options that cannot combine. It opens nothing.
+func Validate(opts ...Option) error {
+	return packetio.NewOpError("open", "afxdp", "", packetio.NoQueue, newConfig(opts).validate())
+}
+
 // geometry fills defaults and refuses what cannot work: a value out of
 // range with packetio.ErrInvalid, options that cannot combine with
 // packetio.ErrUnsupported.
 func (c *config) geometry() (socketGeometry, error) {
+	if err := c.checkOptions(); err != nil {
+		return socketGeometry{}, err
+	}
 	g := socketGeometry{frameSize: DefaultFrameSize, numFrames: DefaultNumFrames,
 		fill: DefaultRingSize, comp: DefaultRingSize, rx: DefaultRingSize, tx: DefaultRingSize}
 	if c.frameSize != 0 {
@@ -336,40 +473,22 @@ func (c *config) geometry() (socketGeometry, error) {
 			g.comp = min(g.comp, floorPow2(g.txFrames))
 		}
 	}
-	bad := func(format string, args ...any) (socketGeometry, error) {
-		return socketGeometry{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
-	}
 	cannot := func(format string) (socketGeometry, error) {
 		return socketGeometry{}, fmt.Errorf("%w: %s", packetio.ErrUnsupported, format)
 	}
-	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
-	case !pow2(g.frameSize) || g.frameSize < minFrameSize || g.frameSize > maxFrameSize:
-		return bad("frame size %d is not a power of two from %d to %d", g.frameSize, minFrameSize, maxFrameSize)
-	case g.numFrames <= 0 || g.numFrames > 1<<20:
-		return bad("frame count %d is outside 1 to %d", g.numFrames, 1<<20)
-	case g.rx == 0 && g.tx == 0:
-		return bad("both the receive and the transmit ring are 0")
-	case g.rx != 0 && (!pow2(g.rx) || !pow2(g.fill)):
-		return bad("receive ring %d and fill ring %d must be powers of two", g.rx, g.fill)
-	case g.tx != 0 && (!pow2(g.tx) || !pow2(g.comp)):
-		return bad("transmit ring %d and completion ring %d must be powers of two", g.tx, g.comp)
-	case g.txFrames < 0 || g.txFrames > g.numFrames:
-		return bad("transmit frames %d outside 0 to %d", g.txFrames, g.numFrames)
+	case g.txFrames > g.numFrames:
+		return socketGeometry{}, invalid("WithTxFrames(%d): more than the %d frames (WithNumFrames)", g.txFrames, g.numFrames)
 	case g.tx != 0 && g.txFrames == 0:
-		return bad("a transmit ring with no transmit frames (WithTxFrames)")
+		return socketGeometry{}, invalid("WithNumFrames(%d), WithTxFrames(%d): a transmit ring with no transmit frames", g.numFrames, c.txFrames)
 	case g.rx != 0 && g.numFrames-g.txFrames == 0:
-		return bad("a receive ring with no receive frames (WithTxFrames(%d) of %d)", g.txFrames, g.numFrames)
+		return socketGeometry{}, invalid("WithNumFrames(%d), WithTxFrames(%d): a receive ring with no receive frames", g.numFrames, g.txFrames)
 	case g.rx != 0 && g.fill > g.numFrames-g.txFrames:
-		return bad("fill ring %d is larger than the %d receive frames: it could never be filled (use WithRingSizes or more frames)", g.fill, g.numFrames-g.txFrames)
+		return socketGeometry{}, invalid("WithRingSizes(%d, ...): fill ring %d is larger than the %d receive frames: it could never be filled (use WithRingSizes or more frames)", g.fill, g.fill, g.numFrames-g.txFrames)
 	case c.reuseRx && c.multiBuf:
 		return cannot("WithTxReuseRxFrames cannot combine with WithMultiBuffer: a completed chain's frames cannot be told apart by address")
 	case c.reuseRx && c.txMeta:
 		return cannot("WithTxReuseRxFrames cannot combine with WithTxMetadata: a received frame has no room for metadata in front of it")
-	case c.busyUsecs < 0 || c.busyBudget < 0:
-		return bad("negative busy-poll settings")
-	case c.extra < 0:
-		return bad("negative shared memory %d", c.extra)
 	}
 	return g, nil
 }
