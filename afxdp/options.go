@@ -3,6 +3,7 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
@@ -23,6 +24,8 @@ type Option func(*config)
 type config struct {
 	steering    packetio.SteeringFilter
 	steeringSet bool
+	steeredBy   []string // the steering options given, in order
+	nilOption   int      // 1 + the index of the first nil Option
 	queues      int
 	frames      int
 	frameSize   int
@@ -43,7 +46,7 @@ type config struct {
 // the zero SteeringFilter takes what is addressed to the interface (its MAC,
 // broadcast, and the multicast groups it has joined when Open runs).
 func WithSteering(f packetio.SteeringFilter) Option {
-	return func(c *config) { c.steering, c.steeringSet = f, true }
+	return func(c *config) { c.steering, c.steeringSet = f, true; c.steer("WithSteering()") }
 }
 
 // WithMatch steers with an afxdp/xdp match instead of a SteeringFilter: a
@@ -52,7 +55,7 @@ func WithSteering(f packetio.SteeringFilter) Option {
 // (filter.MatchAnd, filter.MatchAny). It stands in for WithSteering and takes
 // exactly what the match names.
 func WithMatch(m filter.Match) Option {
-	return func(c *config) { c.match, c.steeringSet = &m, true }
+	return func(c *config) { c.match, c.steeringSet = &m, true; c.steer("WithMatch()") }
 }
 
 // WithTransmitOnly opens a device with transmit queues only: the XDP
@@ -60,7 +63,7 @@ func WithMatch(m filter.Match) Option {
 // transmit from an AF_XDP socket only while one is) and the sockets have no
 // receive ring. It stands in for WithSteering.
 func WithTransmitOnly() Option {
-	return func(c *config) { c.txOnly, c.steeringSet = true, true }
+	return func(c *config) { c.txOnly, c.steeringSet = true, true; c.steer("WithTransmitOnly()") }
 }
 
 // WithTxChecksumOffload reserves transmit metadata in front of every
@@ -132,12 +135,27 @@ func WithReplaceProgram() Option { return func(c *config) { c.replaceProg = true
 
 func newConfig(opts []Option) *config {
 	c := &config{}
-	for _, o := range opts {
-		if o != nil {
-			o(c)
+	for i, o := range opts {
+		if o == nil {
+			if c.nilOption == 0 {
+				c.nilOption = i + 1
+			}
+			continue
 		}
+		o(c)
 	}
 	return c
+}
+
+// steer records a steering option, so that two different ones (which
+// would silently override each other) are refused.
+func (c *config) steer(name string) {
+	for _, n := range c.steeredBy {
+		if n == name {
+			return
+		}
+	}
+	c.steeredBy = append(c.steeredBy, name)
 }
 
 // maxFrames is the most frames a queue may have (xdp.WithNumFrames' limit).
@@ -150,6 +168,13 @@ const maxFrames = 1 << 20
 // is an error matching packetio.ErrInvalid that names the option and the
 // value ("WithFrames(-1): ...").
 func (c *config) validate() error {
+	if c.nilOption > 0 {
+		return fmt.Errorf("%w: option %d is nil", packetio.ErrInvalid, c.nilOption)
+	}
+	if len(c.steeredBy) > 1 {
+		return fmt.Errorf("%w: %s: each names all the traffic the device takes, so one would silently override the other; give one",
+			packetio.ErrInvalid, strings.Join(c.steeredBy, " and "))
+	}
 	if !c.steeringSet {
 		return fmt.Errorf("%w: no steering filter: the XDP program would take every packet on the interface from the kernel, SSH and ARP included; "+
 			"name what you want with WithSteering, or take everything on purpose with WithSteering(packetio.SteeringFilter{Promiscuous: true})", packetio.ErrUnsupported)

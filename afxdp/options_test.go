@@ -14,6 +14,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -32,7 +33,12 @@ func TestValidate(t *testing.T) {
 		{"defaults", nil, ""},
 		{"zero values", []Option{WithQueues(0), WithFrames(0), WithFrameSize(0), WithHostTuning(xdp.Tuning{})}, ""},
 		{"largest", []Option{WithQueues(xdp.MaxQueues), WithFrames(1 << 20), WithFrameSize(65536)}, ""},
-		{"transmit-only, one frame", []Option{WithTransmitOnly(), WithFrames(1)}, ""},
+		// These name the steering themselves: no promiscuous in front.
+		{"bare: transmit-only, one frame", []Option{WithTransmitOnly(), WithFrames(1)}, ""},
+		{"bare: steering twice", []Option{promiscuous, promiscuous}, ""},
+		{"bare: match over steering", []Option{promiscuous, WithMatch(filter.MatchAll())}, "WithSteering() and WithMatch(): each names all the traffic"},
+		{"bare: transmit-only over match", []Option{WithMatch(filter.MatchAll()), WithTransmitOnly()}, "WithMatch() and WithTransmitOnly(): "},
+		{"nil option", []Option{nil}, "option 2 is nil"},
 		{"queues -1", []Option{WithQueues(-1)}, "WithQueues(-1): want 1 to 256, or 0 for every queue"},
 		{"queues 257", []Option{WithQueues(257)}, "WithQueues(257): "},
 		{"frames -1", []Option{WithFrames(-1)}, "WithFrames(-1): want 2 to 1048576 (half receive, half transmit), or 0 for 8192"},
@@ -46,7 +52,11 @@ func TestValidate(t *testing.T) {
 		{"datapath option", []Option{WithXDP(xdp.WithBusyPoll(-1, 1))}, "WithBusyPoll(-1, 1): "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := newConfig(append([]Option{promiscuous}, tc.opts...)).validate()
+			opts := append([]Option{promiscuous}, tc.opts...)
+			if strings.HasPrefix(tc.name, "bare: ") {
+				opts = tc.opts
+			}
+			err := newConfig(opts).validate()
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("validate: %v, want nil", err)
