@@ -49,21 +49,12 @@ const backendName = "afpacket"
 // for an interface that is down, ErrPermission without CAP_NET_RAW) and
 // undoes what was set up.
 func Open(ifname string, opts ...Option) (d *Device, err error) {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
 	fail := func(format string, args ...any) error {
 		return packetio.NewOpError("open", backendName, ifname, packetio.NoQueue, fmt.Errorf(format, args...))
 	}
-	cfg, err := c.resolve()
+	cfg, err := validate(ifname, opts)
 	if err != nil {
 		return nil, fail("%w", err)
-	}
-	if ifname == "" || len(ifname) >= unix.IFNAMSIZ {
-		return nil, fail("%w: bad interface name %q", packetio.ErrInvalid, ifname)
 	}
 	d = &Device{name: ifname, cfg: cfg}
 	dev := d // the named result is nil by the time the deferred cleanup runs
@@ -78,16 +69,17 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		return nil, fail("socket(AF_PACKET) (needs CAP_NET_RAW): %w", err)
 	}
 	d.ifindex, err = interfaceIndex(probe, ifname)
+	var mtu int
+	if err == nil {
+		mtu, err = interfaceMTU(probe, ifname)
+	}
 	_ = unix.Close(probe)
 	if err != nil {
 		return nil, fail("%w", err)
 	}
+	maxTxLen := mtu + etherHeaderLen
 
-	mem, err := mapRegion(cfg.frames * cfg.frameSize)
-	if err != nil {
-		return nil, fail("map the %d-byte frame region: %w", cfg.frames*cfg.frameSize, err)
-	}
-	d.reg = newRegion(mem, cfg.frameSize)
+	d.reg = newRegion(allocRegion(cfg.frames*cfg.frameSize), cfg.frameSize)
 
 	nsock := max(cfg.txQueues, cfg.rxQueues)
 	for i := range nsock {
@@ -115,7 +107,9 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		if err != nil {
 			return nil, fail("tx %d: %w", i, err)
 		}
-		d.Tx = append(d.Tx, newTxQueue(d, i, d.socks[i].fd, d.reg, p, cfg.gso, cfg.multiBuffer))
+		q := newTxQueue(d, i, d.socks[i].fd, d.reg, p, cfg.gso, cfg.multiBuffer)
+		q.maxLen = maxTxLen
+		d.Tx = append(d.Tx, q)
 	}
 	for i := range cfg.rxQueues {
 		p, err := pool.New((cfg.txQueues+i)*cfg.perQueue, cfg.perQueue, cfg.frameSize)
@@ -142,6 +136,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		SharedRegion:      true,
 		HandsBackFrames:   true,
 		MaxFrameSize:      cfg.frameSize - frameHeadroom,
+		MaxTxLen:          maxTxLen,
 		MaxQueues:         MaxQueues,
 	}
 	return d, nil
@@ -163,13 +158,59 @@ func (d *Device) interfaceAlive(fd int) bool {
 
 // Capabilities reports what the device does: a copy on receive, no
 // steering, kernel fanout as RSS with two or more receive queues, offload
-// only WithGSO.
-func (d *Device) Capabilities() packetio.Capabilities { return d.caps }
+// only WithGSO. MaxTxLen is the interface's MTU when Open ran plus the
+// 14-byte Ethernet header. A nil Device reports nothing.
+func (d *Device) Capabilities() packetio.Capabilities {
+	if d == nil {
+		return packetio.Capabilities{}
+	}
+	return d.caps
+}
+
+// NumTxQueues is the number of transmit queues (0 on a nil Device).
+func (d *Device) NumTxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumTxQueues()
+}
+
+// NumRxQueues is the number of receive queues (0 on a nil Device).
+func (d *Device) NumRxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumRxQueues()
+}
+
+// TxQueue returns transmit queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.TxQueue(i)
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.RxQueue(i)
+}
 
 // Close closes every queue (waking a goroutine blocked in Poll), the sockets
-// and the rings, and unmaps the region. It is idempotent. The Region and
-// every slice taken from it are invalid afterwards.
+// and the rings. It is idempotent. Region slices taken before Close stay
+// readable and writable (the region is Go memory, released once nothing
+// refers to it) but belong to no queue any more. Close of a nil Device (what
+// a failed Open returns) is an error matching packetio.ErrClosed, not a
+// panic.
 func (d *Device) Close() error {
+	if d == nil {
+		return nilDevice("close")
+	}
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
 	if d.closed.Swap(true) {
@@ -179,7 +220,14 @@ func (d *Device) Close() error {
 	return nil
 }
 
-// teardown releases whatever Open got to, in reverse order.
+// nilDevice is the error of op on a nil Device.
+func nilDevice(op string) error {
+	return packetio.NewOpError(op, backendName, "", packetio.NoQueue,
+		fmt.Errorf("%w: nil *afpacket.Device (the result of a failed Open)", packetio.ErrClosed))
+}
+
+// teardown releases whatever Open got to, in reverse order. The region is
+// Go memory and is left to the collector.
 func (d *Device) teardown() {
 	for _, q := range d.Rx {
 		_ = q.Close()
@@ -195,7 +243,4 @@ func (d *Device) teardown() {
 		_ = unix.Close(fd)
 	}
 	d.efds = nil
-	if d.reg != nil {
-		unmap(d.reg.mem)
-	}
 }

@@ -4,16 +4,20 @@ package afpacket
 
 import "golang.org/x/sys/unix"
 
-// mapRegion maps the frame region: private anonymous memory, populated up
-// front so the first packets do not fault. Transparent huge pages are asked
-// for and not required.
-func mapRegion(size int) ([]byte, error) {
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-	if err != nil {
-		return nil, err
+// allocRegion allocates the frame region as Go memory, touched page by page
+// up front so the first packets do not fault. Nothing in it is shared with
+// the kernel, so it need not be a mapping of its own; being Go memory, it
+// stays valid as long as anything refers to it: a Region slice a caller kept
+// past Close reads and writes stale frames instead of faulting, and the
+// memory goes back to the runtime once the last such slice is dropped.
+// (Unmapping at Close made such a slice a SIGSEGV; keeping a retired mapping
+// for ever would leak address space with every Open.)
+func allocRegion(size int) []byte {
+	mem := make([]byte, size)
+	for i := 0; i < len(mem); i += pageSize {
+		mem[i] = 0
 	}
-	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
-	return mem, nil
+	return mem
 }
 
 // mapRing maps the receive ring the kernel set up on fd (PACKET_RX_RING),
@@ -27,7 +31,7 @@ func mapRing(fd, size int) ([]byte, error) {
 	return mem, err
 }
 
-// unmap releases a mapping made by mapRegion or mapRing; nil is a no-op.
+// unmap releases a mapping made by mapRing; nil is a no-op.
 func unmap(mem []byte) {
 	if mem != nil {
 		_ = unix.Munmap(mem)

@@ -5,6 +5,7 @@ package afpacket
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +168,80 @@ func TestIntegrationInterfaceGoneFailsTheQueue(t *testing.T) {
 	}
 	if err := b.RxQueue(0).Err(); err != nil {
 		t.Fatalf("Err after down and up: %v", err)
+	}
+}
+
+// Every option is checked before anything is opened: a refusal wraps
+// ErrInvalid and names the option and its value (or the nil option's
+// position, or the interface name, quoted).
+func TestValidateNamesTheInput(t *testing.T) {
+	long := "abcdefghijklmnop" // 16 bytes
+	for _, c := range []struct {
+		name   string
+		ifname string
+		opts   []Option
+		says   string
+	}{
+		{"nil option", "veth0", []Option{WithFrames(64), nil}, "option 2 is nil"},
+		{"nil first option", "veth0", []Option{nil}, "option 1 is nil"},
+		{"negative tx queues", "veth0", []Option{WithTxQueues(-1)}, "WithTxQueues(-1)"},
+		{"negative rx queues", "veth0", []Option{WithRxQueues(-3)}, "WithRxQueues(-3)"},
+		{"negative queues", "veth0", []Option{WithQueues(-2)}, "WithQueues(-2)"},
+		{"zero queues", "veth0", []Option{WithQueues(0)}, "WithQueues(0)"},
+		{"zero tx and rx", "veth0", []Option{WithTxQueues(0), WithRxQueues(0)}, "WithTxQueues(0) and WithRxQueues(0)"},
+		{"too many tx queues", "veth0", []Option{WithTxQueues(65)}, "WithTxQueues(65)"},
+		{"too many queues", "veth0", []Option{WithQueues(100)}, "WithQueues(100)"},
+		{"zero frames", "veth0", []Option{WithFrames(0)}, "WithFrames(0)"},
+		{"negative frames", "veth0", []Option{WithFrames(-5)}, "WithFrames(-5)"},
+		{"frames that wrap the region size", "veth0", []Option{WithFrames(1 << 62)}, "WithFrames(4611686018427387904)"},
+		{"too few frames per queue", "veth0", []Option{WithQueues(4), WithFrames(32)}, "WithFrames(32)"},
+		{"zero frame size", "veth0", []Option{WithFrameSize(0)}, "WithFrameSize(0)"},
+		{"frame size not a power of two", "veth0", []Option{WithFrameSize(1000)}, "WithFrameSize(1000)"},
+		{"frame size too big", "veth0", []Option{WithFrameSize(1 << 17)}, "WithFrameSize(131072)"},
+		{"negative frame size", "veth0", []Option{WithFrameSize(-2048)}, "WithFrameSize(-2048)"},
+		{"zero block size", "veth0", []Option{WithBlockSize(0)}, "WithBlockSize(0)"},
+		{"block size too small", "veth0", []Option{WithBlockSize(2048)}, "WithBlockSize(2048)"},
+		{"GSO with small frames", "veth0", []Option{WithGSO(), WithFrameSize(2048)}, "WithFrameSize(2048)"},
+		{"GSO with small blocks", "veth0", []Option{WithGSO(), WithBlockSize(1 << 16)}, "WithBlockSize(65536)"},
+		{"empty name", "", nil, `""`},
+		{"name with NUL", "veth\x000", nil, `"veth\x000"`},
+		{"name 16 bytes", long, nil, `"` + long + `"`},
+		{"name with slash", "a/b", nil, `"a/b"`},
+		{"name with space", "a b", nil, `"a b"`},
+		{"name dot-dot", "..", nil, `".."`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := validate(c.ifname, c.opts)
+			if !errors.Is(err, packetio.ErrInvalid) {
+				t.Fatalf("validate: %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%q does not say %s", err, c.says)
+			}
+			d, err := Open(c.ifname, c.opts...)
+			if d != nil || !errors.Is(err, packetio.ErrInvalid) {
+				t.Fatalf("Open: %v, %v; want nil and ErrInvalid", d, err)
+			}
+			var oe *packetio.OpError
+			if !errors.As(err, &oe) || oe.Op != "open" || oe.Iface != c.ifname {
+				t.Errorf("Open: %v is not an open OpError on %q", err, c.ifname)
+			}
+		})
+	}
+	// The edges that are fine.
+	for _, opts := range [][]Option{
+		nil,
+		{WithTxQueues(0)},
+		{WithRxQueues(0)},
+		{WithQueues(MaxQueues), WithFrames(8 * 2 * MaxQueues)},
+		{WithFrameSize(128), WithFrames(16)},
+		{WithFrameSize(65536), WithFrames(256)},
+		{WithBlockSize(4096), WithBlockSize(1 << 22)},
+		{WithGSO()},
+		{WithLowLatency(), WithMultiBuffer()},
+	} {
+		if _, err := validate("abcdefghijklmno", opts); err != nil {
+			t.Errorf("validate(%d options): %v", len(opts), err)
+		}
 	}
 }

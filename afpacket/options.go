@@ -2,6 +2,7 @@ package afpacket
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/packetio/packetio"
 )
@@ -51,6 +52,7 @@ type Option func(*config)
 type config struct {
 	txQueues, rxQueues      int
 	txSet, rxSet            bool
+	txBy, rxBy              string // the option that set the count, for errors
 	frames, frameSize       int
 	framesSet, frameSizeSet bool
 	blockSize               int
@@ -62,17 +64,24 @@ type config struct {
 
 // WithQueues sets both the transmit and the receive queue count to n.
 func WithQueues(n int) Option {
-	return func(c *config) { c.txQueues, c.rxQueues, c.txSet, c.rxSet = n, n, true, true }
+	return func(c *config) {
+		c.txQueues, c.rxQueues, c.txSet, c.rxSet = n, n, true, true
+		c.txBy, c.rxBy = "WithQueues", "WithQueues"
+	}
 }
 
 // WithTxQueues sets the transmit queue count (default 1). Zero makes a
 // receive-only device.
-func WithTxQueues(n int) Option { return func(c *config) { c.txQueues, c.txSet = n, true } }
+func WithTxQueues(n int) Option {
+	return func(c *config) { c.txQueues, c.txSet, c.txBy = n, true, "WithTxQueues" }
+}
 
 // WithRxQueues sets the receive queue count (default 1). Zero makes a
 // transmit-only device; two or more join one PACKET_FANOUT_HASH group, so
 // each flow lands on one queue (Capabilities().RSS).
-func WithRxQueues(n int) Option { return func(c *config) { c.rxQueues, c.rxSet = n, true } }
+func WithRxQueues(n int) Option {
+	return func(c *config) { c.rxQueues, c.rxSet, c.rxBy = n, true, "WithRxQueues" }
+}
 
 // WithFrames sets the number of frames in the region (default 4096, or 256
 // with WithGSO). They are split evenly over all queues of both directions.
@@ -118,6 +127,47 @@ func WithMultiBuffer() Option { return func(c *config) { c.multiBuffer = true } 
 // slot when it is smaller).
 func WithLowLatency() Option { return func(c *config) { c.lowLatency = true } }
 
+// validate checks the interface name and every option, and resolves the
+// configuration, without touching the system: Open calls it before anything
+// else. Every refusal wraps packetio.ErrInvalid and names the input: the
+// option and its value, the position of a nil Option (counting from 1), or
+// the interface name.
+func validate(ifname string, opts []Option) (resolved, error) {
+	var c config
+	for i, o := range opts {
+		if o == nil {
+			return resolved{}, fmt.Errorf("%w: option %d is nil", packetio.ErrInvalid, i+1)
+		}
+		o(&c)
+	}
+	r, err := c.resolve()
+	if err != nil {
+		return resolved{}, err
+	}
+	if err := checkName(ifname); err != nil {
+		return resolved{}, err
+	}
+	return r, nil
+}
+
+// maxNameLen is the longest interface name Linux accepts (IFNAMSIZ less
+// the terminating NUL).
+const maxNameLen = 15
+
+// checkName refuses a name no interface can have: empty, longer than 15
+// bytes, "." or "..", or holding a NUL, a slash or white space.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: interface name %q is empty", packetio.ErrInvalid, name)
+	case len(name) > maxNameLen:
+		return fmt.Errorf("%w: interface name %q is %d bytes, at most %d", packetio.ErrInvalid, name, len(name), maxNameLen)
+	case name == "." || name == ".." || strings.ContainsAny(name, "\x00/ \t\n\v\f\r"):
+		return fmt.Errorf("%w: interface name %q cannot name an interface (NUL, slash, space, \".\" or \"..\")", packetio.ErrInvalid, name)
+	}
+	return nil
+}
+
 // resolved is a checked configuration with every default filled in.
 type resolved struct {
 	txQueues, rxQueues int
@@ -134,7 +184,7 @@ type resolved struct {
 }
 
 // resolve fills in defaults and refuses what cannot work. The error wraps
-// packetio.ErrUnsupported and says which option is wrong.
+// packetio.ErrInvalid and names the option and its value.
 func (c config) resolve() (resolved, error) {
 	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer, lowLatency: c.lowLatency}
 	if c.txSet {
@@ -164,37 +214,48 @@ func (c config) resolve() (resolved, error) {
 	bad := func(format string, args ...any) (resolved, error) {
 		return resolved{}, fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
 	}
+	txBy, rxBy := c.txBy, c.rxBy
+	if txBy == "" {
+		txBy = "WithTxQueues"
+	}
+	if rxBy == "" {
+		rxBy = "WithRxQueues"
+	}
 	switch {
-	case r.txQueues < 0 || r.rxQueues < 0:
-		return bad("negative queue count (tx %d, rx %d)", r.txQueues, r.rxQueues)
+	case r.txQueues < 0:
+		return bad("%s(%d): a queue count is 0 to %d", txBy, r.txQueues, MaxQueues)
+	case r.rxQueues < 0:
+		return bad("%s(%d): a queue count is 0 to %d", rxBy, r.rxQueues, MaxQueues)
 	case r.txQueues == 0 && r.rxQueues == 0:
-		return bad("no queues: WithTxQueues and WithRxQueues are both 0")
-	case r.txQueues > MaxQueues || r.rxQueues > MaxQueues:
-		return bad("too many queues (tx %d, rx %d): at most %d each way", r.txQueues, r.rxQueues, MaxQueues)
+		return bad("%s(0) and %s(0): no queues either way", txBy, rxBy)
+	case r.txQueues > MaxQueues:
+		return bad("%s(%d): at most %d queues each way", txBy, r.txQueues, MaxQueues)
+	case r.rxQueues > MaxQueues:
+		return bad("%s(%d): at most %d queues each way", rxBy, r.rxQueues, MaxQueues)
 	case r.frameSize < minFrameSize || r.frameSize > maxFrameSize || r.frameSize&(r.frameSize-1) != 0:
-		return bad("frame size %d is not a power of two from %d to %d", r.frameSize, minFrameSize, maxFrameSize)
+		return bad("WithFrameSize(%d): not a power of two from %d to %d", r.frameSize, minFrameSize, maxFrameSize)
 	case c.gso && !c.multiBuffer && r.rxQueues > 0 && r.frameSize < DefaultGSOFrameSize:
-		return bad("WithGSO receives 64 KiB super-frames and needs WithFrameSize(65536) or WithMultiBuffer, not %d", r.frameSize)
+		return bad("WithGSO with WithFrameSize(%d): receiving 64 KiB super-frames needs WithFrameSize(65536) or WithMultiBuffer", r.frameSize)
 	case r.blockSize < pageSize || r.blockSize > maxBlockSize || r.blockSize&(r.blockSize-1) != 0:
-		return bad("block size %d is not a power of two from %d to %d", r.blockSize, pageSize, maxBlockSize)
+		return bad("WithBlockSize(%d): not a power of two from %d to %d", r.blockSize, pageSize, maxBlockSize)
 	case c.gso && r.blockSize < DefaultGSOBlockSize:
-		return bad("WithGSO needs a block of at least %d bytes to hold a 64 KiB packet, not %d", DefaultGSOBlockSize, r.blockSize)
+		return bad("WithGSO with WithBlockSize(%d): a block of at least %d bytes is needed to hold a 64 KiB packet", r.blockSize, DefaultGSOBlockSize)
 	case r.frames <= 0:
-		return bad("frame count %d", r.frames)
-	case int64(r.frames)*int64(r.frameSize) > maxRegionBytes:
-		return bad("%d frames of %d bytes exceed the %d MiB region limit", r.frames, r.frameSize, maxRegionBytes>>20)
+		return bad("WithFrames(%d): the frame count must be positive", r.frames)
+	case r.frames > maxRegionBytes/r.frameSize: // divided, so a huge count cannot wrap
+		return bad("WithFrames(%d) of WithFrameSize(%d): more than the %d MiB region limit", r.frames, r.frameSize, maxRegionBytes>>20)
 	}
 	r.perQueue = r.frames / (r.txQueues + r.rxQueues)
 	if r.perQueue < minQueueFrames {
-		return bad("%d frames over %d queues leave %d per queue; need at least %d (use WithFrames(%d))",
+		return bad("WithFrames(%d) over %d queues leaves %d per queue; need at least %d (use WithFrames(%d))",
 			r.frames, r.txQueues+r.rxQueues, r.perQueue, minQueueFrames, minQueueFrames*(r.txQueues+r.rxQueues))
 	}
 	if c.gso && c.multiBuffer && r.rxQueues > 0 {
 		// A queue must be able to hold one whole 64 KiB packet.
 		need := (maxFrameSize + vlanLen + r.frameSize - frameHeadroom - 1) / (r.frameSize - frameHeadroom)
 		if r.perQueue < need {
-			return bad("WithGSO and WithMultiBuffer with %d-byte frames need %d frames per queue for one 64 KiB packet, have %d (use WithFrames(%d))",
-				r.frameSize, need, r.perQueue, need*(r.txQueues+r.rxQueues))
+			return bad("WithFrames(%d): WithGSO and WithMultiBuffer with %d-byte frames need %d frames per queue for one 64 KiB packet, have %d (use WithFrames(%d))",
+				r.frames, r.frameSize, need, r.perQueue, need*(r.txQueues+r.rxQueues))
 		}
 	}
 	r.blocks = max(RingBytes/r.blockSize, minBlocks)

@@ -111,6 +111,9 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 	if q.closed.Load() {
 		return 0, q.errorf("poll", packetio.ErrClosed, "poll")
 	}
+	if q.failed.Load() {
+		return 0, q.errorf("poll", packetio.ErrDeviceGone, "interface gone")
+	}
 	q.polls.Add(1)
 	if n := q.ready(); n > 0 || timeout == 0 {
 		return n, nil

@@ -56,6 +56,22 @@ func interfaceIndex(fd int, name string) (int, error) {
 	return index, nil
 }
 
+// etherHeaderLen is the Ethernet header in front of an MTU's worth of
+// payload: MaxTxLen is the MTU plus this.
+const etherHeaderLen = 14
+
+// interfaceMTU reads the MTU of the interface through fd's namespace.
+func interfaceMTU(fd int, name string) (int, error) {
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, fmt.Errorf("%w: bad interface name: %w", packetio.ErrInvalid, err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFMTU, ifr); err != nil {
+		return 0, fmt.Errorf("read the MTU (SIOCGIFMTU): %w", err)
+	}
+	return int(int32(ifr.Uint32())), nil
+}
+
 // openSocket makes one packet socket bound to ifindex. A socket with a ring
 // gets it before it is bound with ETH_P_ALL, so no frame ever lands in the
 // socket's ordinary receive queue (which would keep poll(2) readable for

@@ -47,6 +47,9 @@ type TxQueue struct {
 	vnet  bool
 	multi bool // WithMultiBuffer: OptContinued chains are one packet
 	niov  int  // iovecs per message: 1, or 2 with the virtio header
+	// maxLen is the longest packet the link carries (MTU + 14 at Open):
+	// a longer one is refused up front, as the kernel would refuse it.
+	maxLen int
 
 	closed atomic.Bool
 	failed atomic.Bool
@@ -78,7 +81,7 @@ var (
 )
 
 func newTxQueue(dev *Device, index, fd int, reg *region, p *pool.Frames, vnet, multi bool) *TxQueue {
-	q := &TxQueue{dev: dev, index: index, fd: fd, reg: reg, pool: p, vnet: vnet, multi: multi, niov: 1}
+	q := &TxQueue{dev: dev, index: index, fd: fd, reg: reg, pool: p, vnet: vnet, multi: multi, niov: 1, maxLen: 1<<31 - 1}
 	if vnet {
 		q.niov = 2
 	}
@@ -188,6 +191,10 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", total+k, d.Addr, d.Len)
 				break
 			}
+			if q.tooLong(int(d.Len), offs, total+k) {
+				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: %d bytes, longer than the link carries (%d)", total+k, d.Len, q.maxLen)
+				break
+			}
 			iov := &q.iovs[k*q.niov+q.niov-1]
 			iov.Base = &q.reg.mem[d.Addr]
 			iov.SetLen(int(d.Len))
@@ -282,6 +289,9 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 				}
 				plen += int(descs[i].Len)
 			}
+			if err == nil && q.tooLong(plen, offs, at) {
+				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: a %d-byte packet, longer than the link carries (%d)", at, plen, q.maxLen)
+			}
 			if err != nil {
 				break
 			}
@@ -338,6 +348,13 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 	q.bytes.Add(bytes)
 	q.packets.Add(uint64(total))
 	return total, err
+}
+
+// tooLong reports whether packet i of n bytes is longer than the link
+// carries. A GSO super-frame (offs[i] segmented) is not bound by it: the
+// kernel cuts it to the link's size.
+func (q *TxQueue) tooLong(n int, offs []packetio.Offload, i int) bool {
+	return n > q.maxLen && (offs == nil || !offs[i].Segmented())
 }
 
 // sendAll sends msgs[:n] and returns how many the kernel took and how many
@@ -430,6 +447,9 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 					break
 				}
 				plen += len(s)
+			}
+			if err == nil && q.tooLong(plen, offs, total+k) {
+				err = q.errorf("transmit", packetio.ErrBadLength, "packet %d: %d bytes, longer than the link carries (%d)", total+k, plen, q.maxLen)
 			}
 			if err != nil {
 				break
@@ -556,11 +576,18 @@ func (q *TxQueue) NumFreeSlots() int {
 func (q *TxQueue) NumFreeFrames() int { return q.pool.Len() }
 
 // SendFunc is the transmit cycle in one call: Complete, Alloc(count), build
-// each frame, Transmit. build returning 0 ends the batch; below 0 or beyond
-// the frame abandons it (every frame back to the pool, 0 and ErrBadLength).
+// each frame, Transmit. build returning 0 ends the batch; below 0, beyond
+// the frame or beyond what the link carries (Capabilities().MaxTxLen)
+// abandons it (every frame back to the pool, 0 and ErrBadLength, counted in
+// TxStats.Refused). On a queue that failed (the interface went away) it
+// returns the queue's error, matching ErrDeviceGone, with how many packets
+// reached the kernel before the failure.
 func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
 	if q.closed.Load() {
 		return 0, q.errorf("send", packetio.ErrClosed, "send")
+	}
+	if q.failed.Load() {
+		return 0, q.Err()
 	}
 	q.Complete(count + q.count)
 	descs := q.Alloc(count)
@@ -571,17 +598,21 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		if n == 0 {
 			break
 		}
-		if n < 0 || n > len(f) {
+		if n < 0 || n > len(f) || n > q.maxLen {
 			q.Free(descs)
-			return 0, q.errorf("send", packetio.ErrBadLength, "build returned %d for frame %d of %d bytes", n, i, len(f))
+			q.rejected.Add(1)
+			return 0, q.errorf("send", packetio.ErrBadLength, "build returned %d for frame %d of %d bytes (the link carries %d)", n, i, len(f), q.maxLen)
 		}
 		descs[i].Len = uint32(n)
 		built++
 	}
 	q.Free(descs[built:])
-	sent, _ := q.transmit(descs[:built], nil)
+	sent, err := q.transmit(descs[:built], nil)
 	q.Free(descs[sent:built])
-	return sent, nil
+	if err == nil {
+		err = q.Err() // the interface went away during this call
+	}
+	return sent, err
 }
 
 // Stats returns the queue's counters. Safe from any goroutine.
@@ -594,7 +625,8 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 		Batches:   q.batches.Load(),
 		RingFull:  q.ringFull.Load(),
 		PoolEmpty: q.poolEmpty.Load(),
-		Errors:    dropped + rejected,
+		Errors:    dropped,
+		Refused:   rejected,
 		Backend: map[string]uint64{
 			"rejected_descs": rejected,
 			"pool_rejected":  q.pool.Rejected(),

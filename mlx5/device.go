@@ -56,12 +56,69 @@ type Info struct {
 	PinFailures  uint64   // pins the kernel refused (the goroutine ran unpinned)
 }
 
-// Info returns what Open found and decided.
+// Info returns what Open found and decided (nothing on a nil Device).
 func (d *Device) Info() Info {
+	if d == nil {
+		return Info{}
+	}
 	in := d.info
 	in.Placement = d.place.String()
 	in.PinFailures = d.pinFailed.Load()
 	return in
+}
+
+// Capabilities reports what the device does; a nil Device (what a failed
+// Open returns) reports nothing.
+func (d *Device) Capabilities() packetio.Capabilities {
+	if d == nil {
+		return packetio.Capabilities{}
+	}
+	return d.Device.Capabilities()
+}
+
+// NumTxQueues is the number of transmit queues (0 on a nil Device).
+func (d *Device) NumTxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Device.NumTxQueues()
+}
+
+// NumRxQueues is the number of receive queues (0 on a nil Device).
+func (d *Device) NumRxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Device.NumRxQueues()
+}
+
+// TxQueue returns transmit queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Device.TxQueue(i)
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Device.RxQueue(i)
+}
+
+// Close closes every queue, then releases the hardware; a second call
+// returns nil. Close of a nil Device is an error matching
+// packetio.ErrClosed, not a panic.
+func (d *Device) Close() error {
+	if d == nil {
+		return packetio.NewOpError("close", queue.Backend, "", packetio.NoQueue,
+			fmt.Errorf("%w: nil *mlx5.Device (the result of a failed Open)", packetio.ErrClosed))
+	}
+	return d.Device.Close()
 }
 
 // String is Info in one line.
@@ -116,16 +173,12 @@ type opener struct {
 	d        *Device
 	hwRx     []*dv.RxQueue
 	steering []string
+	maxTxLen int // the link's MTU + 14
 }
 
 func open(ifname string, opts []Option) (dev *Device, err error) {
-	c := defaults()
-	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.check(); err != nil {
+	c, err := validate(ifname, opts)
+	if err != nil {
 		return nil, err
 	}
 	port, err := dv.Resolve(ifname)
@@ -148,6 +201,7 @@ func open(ifname string, opts []Option) (dev *Device, err error) {
 	}
 	o.undo.push(o.vd.Close)
 	for _, step := range []func() error{
+		o.readMTU,
 		o.compileSteering, // before the rings exist, so a refused filter costs nothing
 		o.mapRegion,
 		o.planQueues,
@@ -161,6 +215,21 @@ func open(ifname string, opts []Option) (dev *Device, err error) {
 	}
 	return o.finish(), nil
 }
+
+// readMTU reads the interface's MTU: Transmit refuses a longer packet (plus
+// the Ethernet header) up front, as the port would drop it.
+func (o *opener) readMTU() error {
+	ifc, err := net.InterfaceByName(o.ifname)
+	if err != nil {
+		return fmt.Errorf("%w: read the MTU of %q: %w", packetio.ErrNoDevice, o.ifname, err)
+	}
+	o.maxTxLen = ifc.MTU + etherHeaderLen
+	return nil
+}
+
+// etherHeaderLen is the Ethernet header in front of an MTU's worth of
+// payload.
+const etherHeaderLen = 14
 
 // compileSteering turns the steering filter into flow specs.
 func (o *opener) compileSteering() error {
@@ -277,7 +346,7 @@ func (o *opener) buildTx() error {
 			return err
 		}
 		q, err := queue.NewTx(queue.TxConfig{Iface: o.ifname, Index: i, Rings: rings, Region: o.reg, Pool: p,
-			Pin: pinner(o.place, &o.d.pinFailed), Backend: map[string]uint64{"qpn": uint64(qpn), "sq_blocks": uint64(rings[0].Blocks()), "inline_bytes": uint64(o.plan.inline)}})
+			Pin: pinner(o.place, &o.d.pinFailed), MaxLen: o.maxTxLen, Backend: map[string]uint64{"qpn": uint64(qpn), "sq_blocks": uint64(rings[0].Blocks()), "inline_bytes": uint64(o.plan.inline)}})
 		if err != nil {
 			return err
 		}
@@ -354,6 +423,7 @@ func (o *opener) finish() *Device {
 		SharedRegion:      true,
 		HandsBackFrames:   true,
 		MaxFrameSize:      c.frameSize - RxHeadroom,
+		MaxTxLen:          o.maxTxLen,
 		MaxQueues:         MaxQueues,
 	}
 	release := o.undo

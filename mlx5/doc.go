@@ -15,8 +15,12 @@
 //		mlx5.WithSteering(packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, 9000)}))
 //
 // On a machine without a ConnectX behind the interface, Open returns an
-// error wrapping packetio.ErrUnsupported that says no mlx5 device backs that
-// interface. It never panics.
+// error wrapping packetio.ErrNoDevice that says no mlx5 device backs that
+// interface. It never panics: a bad or nil option or an impossible interface
+// name is packetio.ErrInvalid, checked before any hardware is looked at, and
+// the nil *Device a failed Open returns answers every method with a zero
+// value or packetio.ErrClosed. Capabilities().MaxTxLen is the interface's
+// MTU plus 14; Transmit refuses a longer packet up front.
 //
 // # What Open builds
 //

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/mlx5/internal/dv"
 	"github.com/packetio/packetio/mlx5/internal/ring"
@@ -16,31 +17,116 @@ import (
 	"github.com/packetio/packetio/packetiotest"
 )
 
-// On a machine with no ConnectX, Open fails cleanly for every interface: an
-// open OpError matching ErrNoDevice that says no mlx5 device backs it.
+// On a machine with no ConnectX, Open fails cleanly: an open OpError
+// matching ErrNoDevice that says no mlx5 device backs the interface. It is
+// asked only about interfaces the test made up or created (a veth in a
+// throwaway namespace), never about the host's own.
 func TestOpenWithoutConnectX(t *testing.T) {
-	names := []string{"lo", "packetio-none0"}
-	if ents, err := os.ReadDir("/sys/class/net"); err == nil {
-		for _, e := range ents {
-			if _, err := os.Stat("/sys/class/net/" + e.Name() + "/device/infiniband"); err == nil {
-				continue // a real RDMA interface: not this test's business
-			}
-			names = append(names, e.Name())
+	testenv.NeedRoot(t)
+	pair := netns.New(t)
+	for _, c := range []struct {
+		name string
+		do   func(func() error) error
+	}{
+		{"pktio-none0", func(fn func() error) error { return fn() }},
+		{pair.A.Link, pair.A.Do},
+	} {
+		var d *Device
+		var err error
+		if e := c.do(func() error { d, err = Open(c.name, WithQueues(1)); return nil }); e != nil {
+			t.Fatal(e)
 		}
-	}
-	for _, name := range names {
-		d, err := Open(name, WithQueues(1))
 		if err == nil {
 			d.Close()
-			t.Fatalf("Open(%q) succeeded without an mlx5 device", name)
+			t.Fatalf("Open(%q) succeeded without an mlx5 device", c.name)
 		}
 		var oe *packetio.OpError
-		if !errors.As(err, &oe) || oe.Op != "open" || oe.Backend != "mlx5" || oe.Iface != name || !errors.Is(err, packetio.ErrNoDevice) {
-			t.Errorf("Open(%q): %v, want an open OpError matching ErrNoDevice", name, err)
+		if !errors.As(err, &oe) || oe.Op != "open" || oe.Backend != "mlx5" || oe.Iface != c.name || !errors.Is(err, packetio.ErrNoDevice) {
+			t.Errorf("Open(%q): %v, want an open OpError matching ErrNoDevice", c.name, err)
 		}
 		if !strings.Contains(err.Error(), "no mlx5 device backs interface") {
-			t.Errorf("Open(%q): %v does not say no mlx5 device backs the interface", name, err)
+			t.Errorf("Open(%q): %v does not say no mlx5 device backs the interface", c.name, err)
 		}
+	}
+}
+
+// Every option is checked before any hardware is looked at: a refusal wraps
+// ErrInvalid and names the option and its value, a nil option's position,
+// or the interface name, quoted.
+func TestValidateNamesTheInput(t *testing.T) {
+	long := "abcdefghijklmnop" // 16 bytes
+	for _, c := range []struct {
+		name, ifname string
+		opts         []Option
+		says         string
+	}{
+		{"nil option", "pktio-none0", []Option{WithQueues(1), nil}, "option 2 is nil"},
+		{"negative tx queues", "pktio-none0", []Option{WithTxQueues(-1)}, "WithTxQueues(-1)"},
+		{"too many queues", "pktio-none0", []Option{WithQueues(65)}, "WithQueues(65)"},
+		{"negative rx queues", "pktio-none0", []Option{WithRxQueues(-2)}, "WithRxQueues(-2)"},
+		{"no queues", "pktio-none0", []Option{WithTxQueues(0)}, "WithTxQueues(0)"},
+		{"zero frames", "pktio-none0", []Option{WithFrames(0)}, "WithFrames(0)"},
+		{"too few frames", "pktio-none0", []Option{WithFrames(16)}, "WithFrames(16)"},
+		{"zero frame size", "pktio-none0", []Option{WithFrameSize(0)}, "WithFrameSize(0)"},
+		{"odd frame size", "pktio-none0", []Option{WithFrameSize(3000)}, "WithFrameSize(3000)"},
+		{"zero tx depth", "pktio-none0", []Option{WithTxDepth(0)}, "WithTxDepth(0)"},
+		{"odd rx depth", "pktio-none0", []Option{WithRxDepth(1000)}, "WithRxDepth(1000)"},
+		{"rings", "pktio-none0", []Option{WithRingsPerQueue(-1)}, "WithRingsPerQueue(-1)"},
+		{"bad CPU", "pktio-none0", []Option{WithAffinity(1, 5000)}, "CPU 5000"},
+		{"no CPUs", "pktio-none0", []Option{WithAffinity()}, "WithAffinity()"},
+		{"empty name", "", nil, `""`},
+		{"name with NUL", "mlx\x00", nil, `"mlx\x00"`},
+		{"name 16 bytes", long, nil, `"` + long + `"`},
+		{"name with slash", "a/b", nil, `"a/b"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := Open(c.ifname, c.opts...)
+			if d != nil || !errors.Is(err, packetio.ErrInvalid) {
+				t.Fatalf("Open: %v, %v; want nil and ErrInvalid", d, err)
+			}
+			var oe *packetio.OpError
+			if !errors.As(err, &oe) || oe.Op != "open" || oe.Iface != c.ifname {
+				t.Errorf("%v is not an open OpError on %q", err, c.ifname)
+			}
+			if !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%q does not say %s", err, c.says)
+			}
+		})
+	}
+}
+
+// Every method of a nil *Device (what a failed Open returns), also through a
+// packetio.Device variable, returns an error matching ErrClosed or a zero
+// value instead of panicking.
+func TestNilDevice(t *testing.T) {
+	d, err := Open("pktio-none0", nil)
+	if err == nil || d != nil {
+		t.Fatalf("Open with a nil option = %v, %v; want nil and an error", d, err)
+	}
+	var dev packetio.Device = d
+	for _, c := range []struct {
+		name string
+		ok   func() bool
+	}{
+		{"Close", func() bool { return errors.Is(dev.Close(), packetio.ErrClosed) }},
+		{"Close again", func() bool { return errors.Is(dev.Close(), packetio.ErrClosed) }},
+		{"Capabilities", func() bool { return dev.Capabilities() == packetio.Capabilities{} }},
+		{"NumTxQueues", func() bool { return dev.NumTxQueues() == 0 }},
+		{"NumRxQueues", func() bool { return dev.NumRxQueues() == 0 }},
+		{"TxQueue", func() bool { return dev.TxQueue(0) == nil }},
+		{"RxQueue", func() bool { return dev.RxQueue(0) == nil }},
+		{"Info", func() bool { return d.Info().Interface == "" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("panic: %v", r)
+				}
+			}()
+			if !c.ok() {
+				t.Error("wrong result")
+			}
+		})
 	}
 }
 
@@ -61,8 +147,8 @@ func TestOptionsAreCheckedBeforeHardware(t *testing.T) {
 		"no CPUs":                 {WithAffinity()},
 		"bad CPU":                 {WithAffinity(5000)},
 	} {
-		// A ConnectX-less name: an option error must come first.
-		_, err := Open("lo", opts...)
+		// A made-up name: an option error must come first.
+		_, err := Open("pktio-none0", opts...)
 		want := packetio.ErrInvalid
 		if strings.Contains(name, "steering") {
 			want = packetio.ErrUnsupported
@@ -152,7 +238,7 @@ func TestSteeringRefusalsNeedNoCard(t *testing.T) {
 		{Match: append(packetio.MatchDstPort(packetio.IPProtoUDP, 9), packetio.MatchIPProto(packetio.IPProtoTCP))},
 		{Promiscuous: true, Match: []packetio.Match{packetio.MatchVLAN(1)}},
 	} {
-		d, err := Open("lo", WithRxQueues(1), WithSteering(f))
+		d, err := Open("pktio-none0", WithRxQueues(1), WithSteering(f))
 		if d != nil {
 			d.Close()
 		}

@@ -4,6 +4,7 @@ package mlx5
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/mlx5/internal/ring"
@@ -45,7 +46,7 @@ func defaults() config {
 // WithQueues sets both the transmit and the receive queue count.
 func WithQueues(n int) Option {
 	return func(c *config) error {
-		if err := queueCount("queues", n); err != nil {
+		if err := queueCount("WithQueues", n); err != nil {
 			return err
 		}
 		c.tx, c.rx = n, n
@@ -56,7 +57,7 @@ func WithQueues(n int) Option {
 // WithTxQueues sets the transmit queue count (default 1).
 func WithTxQueues(n int) Option {
 	return func(c *config) error {
-		if err := queueCount("transmit queues", n); err != nil {
+		if err := queueCount("WithTxQueues", n); err != nil {
 			return err
 		}
 		c.tx = n
@@ -67,7 +68,7 @@ func WithTxQueues(n int) Option {
 // WithRxQueues sets the receive queue count (default 0).
 func WithRxQueues(n int) Option {
 	return func(c *config) error {
-		if err := queueCount("receive queues", n); err != nil {
+		if err := queueCount("WithRxQueues", n); err != nil {
 			return err
 		}
 		c.rx = n
@@ -75,25 +76,27 @@ func WithRxQueues(n int) Option {
 	}
 }
 
-func queueCount(what string, n int) error {
+// queueCount checks the count option opt was given.
+func queueCount(opt string, n int) error {
 	if n < 0 || n > MaxQueues {
-		return fmt.Errorf("mlx5: %d %s is outside 0..%d: %w", n, what, MaxQueues, packetio.ErrInvalid)
+		return fmt.Errorf("mlx5: %s(%d): a queue count is 0..%d: %w", opt, n, MaxQueues, packetio.ErrInvalid)
 	}
 	return nil
 }
 
 // WithTxDepth sets the send queue size in WQE blocks per ring (a power of
 // two, default 1024).
-func WithTxDepth(n int) Option { return depth("transmit", n, func(c *config) { c.txDepth = n }) }
+func WithTxDepth(n int) Option { return depth("WithTxDepth", n, func(c *config) { c.txDepth = n }) }
 
 // WithRxDepth sets the receive queue size in buffers (a power of two,
 // default 1024).
-func WithRxDepth(n int) Option { return depth("receive", n, func(c *config) { c.rxDepth = n }) }
+func WithRxDepth(n int) Option { return depth("WithRxDepth", n, func(c *config) { c.rxDepth = n }) }
 
-func depth(what string, n int, set func(*config)) Option {
+// depth checks the ring size option opt was given and applies it.
+func depth(opt string, n int, set func(*config)) Option {
 	return func(c *config) error {
 		if n < 64 || n > 32768 || n&(n-1) != 0 {
-			return fmt.Errorf("mlx5: %s depth %d is not a power of two in 64..32768: %w", what, n, packetio.ErrInvalid)
+			return fmt.Errorf("mlx5: %s(%d): not a power of two in 64..32768: %w", opt, n, packetio.ErrInvalid)
 		}
 		set(c)
 		return nil
@@ -105,7 +108,7 @@ func depth(what string, n int, set func(*config)) Option {
 func WithFrames(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxFrames {
-			return fmt.Errorf("mlx5: %d frames is outside 1..%d: %w", n, MaxFrames, packetio.ErrInvalid)
+			return fmt.Errorf("mlx5: WithFrames(%d): outside 1..%d: %w", n, MaxFrames, packetio.ErrInvalid)
 		}
 		c.frames = n
 		return nil
@@ -117,7 +120,7 @@ func WithFrames(n int) Option {
 func WithFrameSize(n int) Option {
 	return func(c *config) error {
 		if n < 256 || n > 65536 || n&(n-1) != 0 {
-			return fmt.Errorf("mlx5: frame size %d is not a power of two in 256..65536: %w", n, packetio.ErrInvalid)
+			return fmt.Errorf("mlx5: WithFrameSize(%d): not a power of two in 256..65536: %w", n, packetio.ErrInvalid)
 		}
 		c.frameSize = n
 		return nil
@@ -131,7 +134,7 @@ func WithFrameSize(n int) Option {
 func WithSteering(f packetio.SteeringFilter) Option {
 	return func(c *config) error {
 		if err := f.Validate(); err != nil {
-			return err
+			return fmt.Errorf("mlx5: WithSteering: %w", err)
 		}
 		c.steering = &f
 		return nil
@@ -146,11 +149,11 @@ func WithSteering(f packetio.SteeringFilter) Option {
 func WithAffinity(cpus ...int) Option {
 	return func(c *config) error {
 		if len(cpus) == 0 {
-			return fmt.Errorf("mlx5: WithAffinity needs at least one CPU: %w", packetio.ErrInvalid)
+			return fmt.Errorf("mlx5: WithAffinity(): needs at least one CPU: %w", packetio.ErrInvalid)
 		}
 		for _, cpu := range cpus {
 			if cpu < 0 || cpu >= 1024 {
-				return fmt.Errorf("mlx5: CPU %d is outside 0..1023: %w", cpu, packetio.ErrInvalid)
+				return fmt.Errorf("mlx5: WithAffinity(%v): CPU %d is outside 0..1023: %w", cpus, cpu, packetio.ErrInvalid)
 			}
 		}
 		c.cpus, c.noAffinity = append([]int(nil), cpus...), false
@@ -181,7 +184,7 @@ func WithoutMultiPacket() Option { return func(c *config) error { c.multiPacket 
 func WithRingsPerQueue(n int) Option {
 	return func(c *config) error {
 		if n < 0 || n > 16 {
-			return fmt.Errorf("mlx5: %d rings per queue is outside 0..16: %w", n, packetio.ErrInvalid)
+			return fmt.Errorf("mlx5: WithRingsPerQueue(%d): outside 0..16: %w", n, packetio.ErrInvalid)
 		}
 		c.ringsPerQueue = n
 		return nil
@@ -192,20 +195,62 @@ func WithRingsPerQueue(n int) Option {
 // checksums of every transmitted packet.
 func WithChecksumOffload() Option { return func(c *config) error { c.csum = true; return nil } }
 
+// validate checks the interface name and every option, and returns the
+// configuration, without looking at any hardware: Open calls it first. A
+// refusal wraps packetio.ErrInvalid (ErrUnsupported for a steering filter
+// that cannot work) and names the input: the option and its value, a nil
+// option's position counting from 1, or the interface name, quoted.
+func validate(ifname string, opts []Option) (config, error) {
+	c := defaults()
+	for i, o := range opts {
+		if o == nil {
+			return config{}, fmt.Errorf("mlx5: option %d is nil: %w", i+1, packetio.ErrInvalid)
+		}
+		if err := o(&c); err != nil {
+			return config{}, err
+		}
+	}
+	if err := c.check(); err != nil {
+		return config{}, err
+	}
+	if err := checkName(ifname); err != nil {
+		return config{}, err
+	}
+	return c, nil
+}
+
+// maxNameLen is the longest interface name Linux accepts (IFNAMSIZ less
+// the terminating NUL).
+const maxNameLen = 15
+
+// checkName refuses a name no interface can have: empty, longer than 15
+// bytes, "." or "..", or holding a NUL, a slash or white space.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("mlx5: interface name %q is empty: %w", name, packetio.ErrInvalid)
+	case len(name) > maxNameLen:
+		return fmt.Errorf("mlx5: interface name %q is %d bytes, at most %d: %w", name, len(name), maxNameLen, packetio.ErrInvalid)
+	case name == "." || name == ".." || strings.ContainsAny(name, "\x00/ \t\n\v\f\r"):
+		return fmt.Errorf("mlx5: interface name %q cannot name an interface (NUL, slash, space, \".\" or \"..\"): %w", name, packetio.ErrInvalid)
+	}
+	return nil
+}
+
 // check validates the combination, before any hardware is touched.
 func (c *config) check() error {
 	if c.tx == 0 && c.rx == 0 {
-		return fmt.Errorf("mlx5: no queues asked for: %w", packetio.ErrInvalid)
+		return fmt.Errorf("mlx5: WithTxQueues(0) and WithRxQueues(0): no queues asked for: %w", packetio.ErrInvalid)
 	}
 	if c.steering != nil && c.rx == 0 {
-		return fmt.Errorf("mlx5: a steering filter needs receive queues: %w", packetio.ErrUnsupported)
+		return fmt.Errorf("mlx5: WithSteering needs receive queues (WithRxQueues): %w", packetio.ErrUnsupported)
 	}
 	rings := max(c.ringsPerQueue, 1)
 	if c.tx*rings > MaxQueues {
-		return fmt.Errorf("mlx5: %d transmit queues of %d rings is more than %d hardware send queues: %w", c.tx, rings, MaxQueues, packetio.ErrInvalid)
+		return fmt.Errorf("mlx5: WithTxQueues(%d) with WithRingsPerQueue(%d): more than %d hardware send queues: %w", c.tx, rings, MaxQueues, packetio.ErrInvalid)
 	}
 	if c.frames > 0 && c.frames < c.need(rings) {
-		return fmt.Errorf("mlx5: %d frames cannot fill %d: %w", c.frames, c.need(rings), packetio.ErrInvalid)
+		return fmt.Errorf("mlx5: WithFrames(%d): the queues can hold %d: %w", c.frames, c.need(rings), packetio.ErrInvalid)
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ type Config struct {
 	Clock     bool        // stamp receive completions
 	// TxFailAfter makes the model fail the nth packet of transmit queue 0.
 	TxFailAfter int
+	// MTU is the model port's MTU (1500): Transmit refuses a packet
+	// longer than MTU + 14, and Capabilities().MaxTxLen says so.
+	MTU int
 }
 
 // Headroom is the receive headroom the hardware backend uses too.
@@ -54,13 +57,21 @@ type Device struct {
 
 // Pair opens two model devices joined like the two ends of a cable: what one
 // sends, the other receives.
+// If the second fails to open, the first is closed again.
 func Pair(a, b Config) (*Device, *Device, error) {
-	da, err := Open(a)
+	return pair(a, b, Open)
+}
+
+// pair is Pair with the opener as an argument, so a test can watch what a
+// failed Pair leaves open.
+func pair(a, b Config, open func(Config) (*Device, error)) (*Device, *Device, error) {
+	da, err := open(a)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := Open(b)
+	db, err := open(b)
 	if err != nil {
+		_ = da.Close()
 		return nil, nil, err
 	}
 	da.peer, db.peer = db, da
@@ -143,6 +154,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.FrameSize == 0 {
 		cfg.FrameSize = 2048
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = 1500
 	}
 	if cfg.Mode == 0 {
 		cfg.Mode = ring.ModeSend
@@ -254,7 +268,7 @@ func (b *builder) addTx(i int) error {
 			n.Poll()
 		}
 	}
-	q, err := queue.NewTx(queue.TxConfig{Iface: modelIface, Index: i, Rings: rings, Region: b.reg, Pool: p, Kick: kick,
+	q, err := queue.NewTx(queue.TxConfig{Iface: modelIface, Index: i, Rings: rings, Region: b.reg, Pool: p, Kick: kick, MaxLen: b.cfg.maxTxLen(),
 		Backend: map[string]uint64{"sq_blocks": uint64(b.cfg.TxDepth), "mode": uint64(b.cfg.Mode)}})
 	if err != nil {
 		return err
@@ -276,6 +290,11 @@ func (cfg Config) capabilities() packetio.Capabilities {
 		SharedRegion:      true,
 		HandsBackFrames:   true,
 		MaxFrameSize:      cfg.FrameSize - Headroom,
+		MaxTxLen:          cfg.maxTxLen(),
 		MaxQueues:         64,
 	}
 }
+
+// maxTxLen is the longest packet the model port carries: its MTU plus the
+// Ethernet header.
+func (cfg Config) maxTxLen() int { return cfg.MTU + 14 }

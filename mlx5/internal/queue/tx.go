@@ -26,6 +26,9 @@ type TxConfig struct {
 	// Backend holds constant backend counters reported by Stats (qpn,
 	// sq_blocks, ...).
 	Backend map[string]uint64
+	// MaxLen is the longest packet the link carries (MTU + 14): Transmit
+	// refuses a longer descriptor up front. 0 sets no bound.
+	MaxLen int
 }
 
 // TxQueue is a packetio.TxQueue over mlx5 send rings.
@@ -45,8 +48,10 @@ type TxQueue struct {
 	descs  []packetio.Desc
 	done   []packetio.Desc
 	closed atomic.Bool
+	maxLen uint32 // the longest packet the link carries
 
 	poolEmpty atomic.Uint64
+	refused   atomic.Uint64 // descriptors longer than maxLen, turned away
 }
 
 var _ packetio.TxQueue = (*TxQueue)(nil)
@@ -61,7 +66,12 @@ func NewTx(cfg TxConfig) (*TxQueue, error) {
 		slots += r.Slots()
 	}
 	n := cfg.Pool.Cap()
+	maxLen := uint32(1<<32 - 1)
+	if cfg.MaxLen > 0 {
+		maxLen = uint32(min(cfg.MaxLen, 1<<32-1))
+	}
 	return &TxQueue{
+		maxLen:  maxLen,
 		iface:   cfg.Iface,
 		index:   cfg.Index,
 		rings:   cfg.Rings,
@@ -101,7 +111,9 @@ func (q *TxQueue) Alloc(n int) []packetio.Desc {
 	return q.descs
 }
 
-// Transmit hands a prefix of descs to the card and returns its length.
+// Transmit hands a prefix of descs to the card and returns its length. A
+// descriptor longer than the link carries (MaxLen) ends the prefix before
+// the card sees it, stays the caller's and is counted in Refused.
 func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 	if q.closed.Load() || len(descs) == 0 {
 		return 0
@@ -110,6 +122,29 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 		q.pinned = true
 		q.pin()
 	}
+	for i := range descs {
+		if descs[i].Len > q.maxLen {
+			return q.refuse(descs, i)
+		}
+	}
+	return q.post(descs)
+}
+
+// refuse posts descs[:i], which fit the link, and counts descs[i], which
+// does not, as refused when the prefix went out whole.
+func (q *TxQueue) refuse(descs []packetio.Desc, i int) int {
+	n := 0
+	if i > 0 {
+		n = q.post(descs[:i])
+	}
+	if n == i {
+		q.refused.Add(1)
+	}
+	return n
+}
+
+// post hands descs to the next ring and kicks.
+func (q *TxQueue) post(descs []packetio.Desc) int {
 	r := q.rings[q.next]
 	n := r.Post(descs)
 	if n > 0 {
@@ -240,9 +275,10 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		if n == 0 {
 			break
 		}
-		if n < 0 || n > len(frame) {
+		if n < 0 || n > len(frame) || uint32(n) > q.maxLen {
 			q.Free(descs)
-			return 0, q.opErr("send", fmt.Errorf("%w: build returned %d for a %d-byte frame", packetio.ErrBadLength, n, len(frame)))
+			q.refused.Add(1)
+			return 0, q.opErr("send", fmt.Errorf("%w: build returned %d for a %d-byte frame (the link carries %d)", packetio.ErrBadLength, n, len(frame), q.maxLen))
 		}
 		descs[i].Len = uint32(n)
 		built++
@@ -274,6 +310,7 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 		stale += c.Stale.Load() + c.Unexpected.Load()
 	}
 	s.PoolEmpty = q.poolEmpty.Load()
+	s.Refused = q.refused.Load()
 	s.Backend = map[string]uint64{
 		"rings":             uint64(len(q.rings)),
 		"pool_rejected":     q.pool.Rejected(),

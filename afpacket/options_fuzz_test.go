@@ -1,0 +1,104 @@
+package afpacket
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/packetio/packetio"
+)
+
+// fuzzOptions decodes b into an interface name and a list of options: each
+// option is a kind byte and, for the counted ones, a signed 32-bit value.
+func fuzzOptions(b []byte) (string, []Option) {
+	name := "veth0"
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n := min(int(b[0]&0x1f), len(b)-1)
+		name, b = string(b[1:1+n]), b[1+n:]
+	} else if len(b) > 0 {
+		b = b[1:]
+	}
+	var opts []Option
+	for len(b) > 0 && len(opts) < 16 {
+		kind := b[0] % 11
+		b = b[1:]
+		var v int
+		if len(b) >= 4 {
+			v = int(int32(binary.LittleEndian.Uint32(b)))
+			b = b[4:]
+		}
+		switch kind {
+		case 0:
+			opts = append(opts, WithQueues(v))
+		case 1:
+			opts = append(opts, WithTxQueues(v))
+		case 2:
+			opts = append(opts, WithRxQueues(v))
+		case 3:
+			opts = append(opts, WithFrames(v))
+		case 4:
+			opts = append(opts, WithFrameSize(v))
+		case 5:
+			opts = append(opts, WithBlockSize(v))
+		case 6:
+			opts = append(opts, WithGSO())
+		case 7:
+			opts = append(opts, WithMultiBuffer())
+		case 8:
+			opts = append(opts, WithLowLatency())
+		case 9:
+			opts = append(opts, nil)
+		case 10:
+			opts = append(opts, WithFrames(v<<16)) // big counts
+		}
+	}
+	return name, opts
+}
+
+// FuzzValidate checks every option combination without opening anything:
+// validate never panics; a refusal wraps ErrInvalid and names an option,
+// an option's position or the interface; an accepted configuration is one
+// Open can build.
+func FuzzValidate(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 4, 0, 0, 0})
+	f.Add([]byte{0x85, 'a', '/', 'b', 'c', 'd', 3, 0, 0, 0, 0x40})
+	f.Add([]byte{0, 6, 4, 0, 8, 0, 0, 7, 8})
+	f.Add([]byte{0, 9})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		name, opts := fuzzOptions(b)
+		r, err := validate(name, opts)
+		if err != nil {
+			if !errors.Is(err, packetio.ErrInvalid) {
+				t.Fatalf("refusal %v does not match ErrInvalid", err)
+			}
+			if s := err.Error(); !strings.Contains(s, "With") && !strings.Contains(s, "option ") && !strings.Contains(s, "interface name") {
+				t.Fatalf("refusal %q names no option and no interface", s)
+			}
+			return
+		}
+		if name == "" || len(name) > maxNameLen || strings.ContainsAny(name, "\x00/") {
+			t.Fatalf("accepted interface name %q", name)
+		}
+		for i, o := range opts {
+			if o == nil {
+				t.Fatalf("accepted nil option %d", i+1)
+			}
+		}
+		switch {
+		case r.txQueues < 0 || r.rxQueues < 0 || r.txQueues+r.rxQueues == 0 || r.txQueues > MaxQueues || r.rxQueues > MaxQueues:
+			t.Fatalf("accepted queue counts %d/%d", r.txQueues, r.rxQueues)
+		case r.frameSize < minFrameSize || r.frameSize > maxFrameSize || r.frameSize&(r.frameSize-1) != 0:
+			t.Fatalf("accepted frame size %d", r.frameSize)
+		case r.frames <= 0 || r.frames > maxRegionBytes/r.frameSize:
+			t.Fatalf("accepted %d frames of %d bytes", r.frames, r.frameSize)
+		case r.perQueue < minQueueFrames || r.perQueue*(r.txQueues+r.rxQueues) > r.frames:
+			t.Fatalf("accepted %d frames per queue of %d over %d queues", r.perQueue, r.frames, r.txQueues+r.rxQueues)
+		case r.blockSize < pageSize || r.blockSize > maxBlockSize || r.blockSize&(r.blockSize-1) != 0 || r.blocks < minBlocks:
+			t.Fatalf("accepted %d blocks of %d bytes", r.blocks, r.blockSize)
+		case r.lowLatency && (r.v2FrameSize <= 0 || r.v2BlockSize < r.v2FrameSize || r.v2Blocks < minBlocks):
+			t.Fatalf("accepted a V2 ring of %d blocks of %d bytes in %d-byte slots", r.v2Blocks, r.v2BlockSize, r.v2FrameSize)
+		}
+	})
+}
