@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/packetio/packetio/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/journal")
@@ -437,4 +439,74 @@ func FuzzParseJournal(f *testing.F) {
 			t.Fatalf("round trip changed %+v into %+v", jf, jf2)
 		}
 	})
+}
+
+// TestRecoverPrivFlag: a private flag a dead owner turned off is turned on
+// again through SIOCETHTOOL in its namespace (here this one), keeping the
+// other flags; one changed since is left; one on a vanished interface is
+// dropped.
+func TestRecoverPrivFlag(t *testing.T) {
+	testenv.NeedRoot(t) // the recovery enters the namespace with a sysfs of its own
+	self, err := selfOwner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := self
+	dead.Start++
+	ns, err := nsInode("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		iface  string
+		flags  uint32 // bit 1 is xdp_tx_mpwqe
+		want   string
+		wantFl uint32
+	}{
+		{"restored", "eth1", 0b100, "restored private flag xdp_tx_mpwqe on eth1 to on, left by dead process PID", 0b110},
+		{"already back", "eth1", 0b010, "private flag xdp_tx_mpwqe on eth1 already back at on, left by dead process PID", 0b010},
+		{"interface gone", "eth9", 0b100, "dropped private flag xdp_tx_mpwqe on eth9 (original on), left by dead process PID: the interface is gone", 0b100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nic := &fakeNIC{ifname: "eth1", names: []string{"rx_cqe_compress", "xdp_tx_mpwqe", "other"}, flags: tt.flags}
+			run := t.TempDir()
+			writeFakeJournal(t, run, dead, record{Kind: kindPrivFlag, Netns: ns, Root: "ethtool", Iface: tt.iface, Setting: privFlagPrefix + "xdp_tx_mpwqe", Orig: "on", Value: "off"})
+			rc := recoverer{dir: journalDir(run), openEthtool: func() (ethtoolIO, error) { return nic, nil }}
+			got, err := rc.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || strings.ReplaceAll(got[0].String(), fmt.Sprint(dead.PID), "PID") != tt.want {
+				t.Fatalf("recoveries %v, want [%s]", got, tt.want)
+			}
+			if nic.get() != tt.wantFl {
+				t.Fatalf("flags %03b, want %03b", nic.flags, tt.wantFl)
+			}
+			if files := readJournalDir(t, run); len(files) != 0 {
+				t.Fatalf("journal files left: %v", files)
+			}
+		})
+	}
+}
+
+// BenchmarkRecoverNothing is what every tuned Open pays when no process
+// died tuned: a run directory with only a live process's journal in it.
+func BenchmarkRecoverNothing(b *testing.B) {
+	self, err := selfOwner()
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := b.TempDir()
+	if err := writeJournalFile(journalDir(run), journalFile{Version: journalVersion, owner: self, Settings: []record{
+		{Kind: kindIRQ, Root: "/proc", Iface: "irq 1", Setting: "smp_affinity_list", Orig: "0", Value: "1"},
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Recover(run, false); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -141,6 +141,25 @@ type recoverer struct {
 	dir         string
 	dryRun      bool
 	openEthtool func() (ethtoolIO, error)
+	// netns holds the namespaces looked up so far, nil for one found
+	// gone: a file records several settings of one namespace.
+	netns map[uint64]*os.File
+}
+
+// findNetns is findNetns, once per namespace and run.
+func (rc *recoverer) findNetns(ino uint64) (*os.File, error) {
+	if f, ok := rc.netns[ino]; ok {
+		return f, nil
+	}
+	f, err := findNetns(ino)
+	if err != nil {
+		return nil, err
+	}
+	if rc.netns == nil {
+		rc.netns = map[uint64]*os.File{}
+	}
+	rc.netns[ino] = f
+	return f, nil
 }
 
 func (rc *recoverer) run() ([]Recovery, error) {
@@ -156,6 +175,13 @@ func (rc *recoverer) run() ([]Recovery, error) {
 		return nil, fmt.Errorf("host: recover: %w", err)
 	}
 	defer lock.Close()
+	defer func() {
+		for _, f := range rc.netns {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
 	names, err := lock.Readdirnames(-1)
 	if err != nil {
 		return nil, fmt.Errorf("host: recover: read %s: %w", rc.dir, err)
@@ -336,12 +362,12 @@ func (rc *recoverer) reach(r record, act func(handle)) (gone string, err error) 
 			dir := filepath.Join(r.Root, "class/net", r.Iface)
 			return reachFile(what, filepath.Join(dir, r.Setting), r.Ifindex, dir, act)
 		}
-		return inNetnsOf(r.Netns, func(sys string) (string, error) {
+		return rc.inNetnsOf(r.Netns, func(sys string) (string, error) {
 			dir := filepath.Join(sys, "class/net", r.Iface)
 			return reachFile(what, filepath.Join(dir, r.Setting), r.Ifindex, dir, act)
 		})
 	case kindPrivFlag:
-		return inNetnsOf(r.Netns, func(string) (string, error) {
+		return rc.inNetnsOf(r.Netns, func(string) (string, error) {
 			return rc.reachPrivFlag(r, act)
 		})
 	}
@@ -397,15 +423,14 @@ func (rc *recoverer) reachPrivFlag(r record, act func(handle)) (string, error) {
 
 // inNetnsOf runs fn in the network namespace with inode ino, with a sysfs
 // of that namespace. A namespace that no longer exists gives a note.
-func inNetnsOf(ino uint64, fn func(sysRoot string) (string, error)) (string, error) {
-	f, err := findNetns(ino)
+func (rc *recoverer) inNetnsOf(ino uint64, fn func(sysRoot string) (string, error)) (string, error) {
+	f, err := rc.findNetns(ino)
 	if err != nil {
 		return "", err
 	}
 	if f == nil {
 		return fmt.Sprintf("its network namespace (inode %d) no longer exists", ino), nil
 	}
-	defer f.Close()
 	var gone string
 	err = InNetnsSysfsAt(int(f.Fd()), func(sys string) (err error) {
 		gone, err = fn(sys)
