@@ -49,9 +49,11 @@ type hostTuning struct {
 // recoverHost puts back, once per Open and before the journal records any
 // original, what dead processes left tuned (host.Journal.Recover): without
 // it a tuned value left by a crash would be taken for the original. Every
-// setting restored, dropped or left is a decision in Info; settings of
-// live processes are not.
-func (t *hostTuning) recoverHost() {
+// setting restored, dropped or left is a decision in Info, and so is a
+// setting of ifname another live process holds changed (this fleet would
+// take its value for the original); other live processes' settings are
+// not.
+func (t *hostTuning) recoverHost(ifname string) {
 	if t.recovered {
 		return
 	}
@@ -61,7 +63,7 @@ func (t *hostTuning) recoverHost() {
 		t.notes = append(t.notes, "host settings of dead processes not recovered: "+err.Error())
 	}
 	for _, r := range rs {
-		if r.Action != host.HeldLive {
+		if r.Action != host.HeldLive || strings.HasSuffix(r.What, " on "+ifname) {
 			t.notes = append(t.notes, r.String())
 		}
 	}
@@ -72,7 +74,7 @@ func (t *hostTuning) recoverHost() {
 func (f *Fleet) tuneBeforeAttach(c *config, nq int) error {
 	t := &f.tuning
 	if c.tuning != nil {
-		t.recoverHost()
+		t.recoverHost(f.ifname)
 	}
 	if c.tuning == nil || !c.tuning.MLX5TxMPWQEOff || f.info.Driver != "mlx5_core" {
 		return nil
@@ -108,7 +110,7 @@ func (f *Fleet) tune(c *config, grp bindGroup) error {
 		t.notes = append(t.notes, "no host tuning (the default; WithHostTuning asks for it)")
 		return nil
 	}
-	t.recoverHost()
+	t.recoverHost(f.ifname)
 	if err := f.tuneNAPI(c.tuning, grp); err != nil {
 		return err
 	}
