@@ -39,16 +39,43 @@ var untunedDrivers = map[string]string{
 // Close (or a failed Open) restores in reverse order, and the decisions
 // Info reports.
 type hostTuning struct {
-	j        host.Journal
-	notes    []string
-	cpus     []int // the worker CPU of each bound queue, -1 for none
-	restored bool
+	j         host.Journal
+	notes     []string
+	cpus      []int // the worker CPU of each bound queue, -1 for none
+	restored  bool
+	recovered bool
+}
+
+// recoverHost puts back, once per Open and before the journal records any
+// original, what dead processes left tuned (host.Journal.Recover): without
+// it a tuned value left by a crash would be taken for the original. Every
+// setting restored, dropped or left is a decision in Info, and so is a
+// setting of ifname another live process holds changed (this fleet would
+// take its value for the original); other live processes' settings are
+// not.
+func (t *hostTuning) recoverHost(ifname string) {
+	if t.recovered {
+		return
+	}
+	t.recovered = true
+	rs, err := t.j.Recover()
+	if err != nil {
+		t.notes = append(t.notes, "host settings of dead processes not recovered: "+err.Error())
+	}
+	for _, r := range rs {
+		if r.Action != host.HeldLive || strings.HasSuffix(r.What, " on "+ifname) {
+			t.notes = append(t.notes, r.String())
+		}
+	}
 }
 
 // tuneBeforeAttach applies what must precede the program: the mlx5
 // transmit-packing flag, which reopens the driver's channels.
 func (f *Fleet) tuneBeforeAttach(c *config, nq int) error {
 	t := &f.tuning
+	if c.tuning != nil {
+		t.recoverHost(f.ifname)
+	}
 	if c.tuning == nil || !c.tuning.MLX5TxMPWQEOff || f.info.Driver != "mlx5_core" {
 		return nil
 	}
@@ -83,6 +110,7 @@ func (f *Fleet) tune(c *config, grp bindGroup) error {
 		t.notes = append(t.notes, "no host tuning (the default; WithHostTuning asks for it)")
 		return nil
 	}
+	t.recoverHost(f.ifname)
 	if err := f.tuneNAPI(c.tuning, grp); err != nil {
 		return err
 	}

@@ -36,8 +36,26 @@
 // Open fails halfway restores the same way. Settings are reference-counted
 // across the process by (network namespace, filesystem root, interface,
 // setting), so two fleets on one interface share a change and the last to
-// close restores the original. A crash leaves the settings applied, which
-// is why every change is also listed by Journal.Changes for Info.
+// close restores the original. Every change is also listed by
+// Journal.Changes for Info.
+//
+// # Crashes
+//
+// A journal is kept on disk as well, one file per process:
+// /run/packetio/journal/<pid>-<starttime>.json (Journal.RunDir changes
+// the run directory), with the starttime of /proc/<pid>/stat so a reused
+// PID is not taken for the owner. Before each write to the host the
+// original is recorded there (temporary file, fsync, rename); the record
+// goes when the original is written back, the file with the last record.
+// A setting whose original cannot be recorded is not changed.
+//
+// Recover, which a tuned Open runs before it records any original (and
+// `go run ./cmd/packetio restore [-dir /run/packetio] [-n]` runs by
+// hand), reads every file whose owner is gone and writes back each
+// original, newest first, where the setting still holds the value the
+// owner wrote; a setting someone changed since is left and reported, one
+// in a network namespace, interface or interrupt that no longer exists is
+// dropped with a note. A live owner's file is never touched.
 //
 // # Namespaces
 //

@@ -188,7 +188,7 @@ func setPrivFlag(j *Journal, open func() (ethtoolIO, error), ifname, flag string
 	if err != nil {
 		return false, err
 	}
-	k := key{netns: ns, root: "ethtool", iface: ifname, setting: "priv-flag " + flag}
+	k := key{kind: kindPrivFlag, netns: ns, root: "ethtool", iface: ifname, setting: privFlagPrefix + flag}
 	return j.acquire(k, what, onOff(on), func() (handle, error) {
 		dev, err := open()
 		if err != nil {

@@ -152,7 +152,8 @@ func TestPrivFlagNamesBadReplies(t *testing.T) {
 // restoring only that bit while another changed meanwhile.
 func TestSetPrivFlagFake(t *testing.T) {
 	nic := &fakeNIC{ifname: "mlx0", names: mlx5Flags, flags: mpwqeBit | 1<<2}
-	var j1, j2, j3 Journal
+	d := t.TempDir()
+	j1, j2, j3 := Journal{RunDir: d}, Journal{RunDir: d}, Journal{RunDir: d}
 	for _, j := range []*Journal{&j1, &j2, &j3} {
 		restoreOnCleanup(t, j)
 	}
@@ -210,7 +211,7 @@ func TestSetPrivFlagAbsent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var j Journal
+			j := Journal{RunDir: t.TempDir()}
 			restoreOnCleanup(t, &j)
 			changed, err := setPrivFlag(&j, tt.nic.opener(), "eth0", "xdp_tx_mpwqe", false)
 			var u *UnavailableError
@@ -232,7 +233,7 @@ func TestSetPrivFlagWriteFails(t *testing.T) {
 	// The device reports a stray bit 6 beyond its five flags, so the mask
 	// written back with xdp_tx_mpwqe (bit 4) set is refused with EINVAL.
 	nic := &fakeNIC{ifname: "mlx0", names: []string{"a", "b", "c", "d", "xdp_tx_mpwqe"}, flags: 1 << 6}
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	restoreOnCleanup(t, &j)
 	if _, err := setPrivFlag(&j, nic.opener(), "mlx0", "xdp_tx_mpwqe", true); err == nil || !strings.Contains(err.Error(), "ETHTOOL_SPFLAGS") {
 		t.Fatalf("setPrivFlag = %v; want the SPFLAGS failure", err)
@@ -243,7 +244,7 @@ func TestSetPrivFlagWriteFails(t *testing.T) {
 }
 
 func TestSetPrivFlagArguments(t *testing.T) {
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	nic := &fakeNIC{ifname: "eth0"}
 	for _, c := range []struct{ ifname, flag string }{
 		{"", "x"}, {"a/b", "x"}, {"eth0", ""}, {"eth0", strings.Repeat("f", 32)},

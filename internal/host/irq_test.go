@@ -220,7 +220,8 @@ func TestMoveIRQFake(t *testing.T) {
 	root := fakeTree(t, "virtio_net.txt")
 	proc := filepath.Join(root, "proc")
 	file := filepath.Join(proc, "irq/38/smp_affinity_list")
-	var j1, j2, j3 Journal
+	d := t.TempDir()
+	j1, j2, j3 := Journal{RunDir: d}, Journal{RunDir: d}, Journal{RunDir: d}
 	for _, j := range []*Journal{&j1, &j2, &j3} {
 		restoreOnCleanup(t, j)
 	}

@@ -29,7 +29,7 @@ func MoveIRQ(j *Journal, procRoot string, irq int, cpus []int) (changed bool, er
 	}
 	what := "smp_affinity_list of irq " + strconv.Itoa(irq)
 	path := filepath.Join(procRoot, "irq", strconv.Itoa(irq), "smp_affinity_list")
-	k := key{root: filepath.Clean(procRoot), iface: "irq " + strconv.Itoa(irq), setting: "smp_affinity_list"}
+	k := key{kind: kindIRQ, root: absRoot(procRoot), iface: "irq " + strconv.Itoa(irq), setting: "smp_affinity_list"}
 	return j.acquire(k, what, formatCPUList(cpus), func() (handle, error) {
 		h, err := openFile(what, path)
 		if err != nil {

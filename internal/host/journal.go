@@ -73,7 +73,18 @@ func (c Change) String() string { return c.What + ": " + c.From + " -> " + c.To 
 // ask for a value saves the original and writes; a second asking for the
 // same value only takes a reference, and one asking for another value is
 // refused with ErrConflict; the last to let go writes the original back.
+//
+// The journal is kept on disk too, so a process killed with its settings
+// changed does not leave them changed for good: before every write to the
+// host the original value is recorded, durably, in a file of this process
+// under RunDir/journal/ (see Recover), and the record goes when the
+// original is written back. A setting whose original cannot be recorded is
+// not changed: the acquiring call returns an *UnavailableError.
 type Journal struct {
+	// RunDir is the run directory the journal file is kept under; empty
+	// means DefaultRunDir. Set it before the first use.
+	RunDir string
+
 	mu    sync.Mutex
 	steps []*step
 }
@@ -86,6 +97,9 @@ type step struct {
 
 // key identifies one setting on the host.
 type key struct {
+	// kind says how the setting is reached: kindSysfs, kindIRQ,
+	// kindPrivFlag (a test's own kind for in-memory settings).
+	kind string
 	// netns is the inode of the network namespace the setting belongs to,
 	// 0 for host-wide settings such as interrupt affinity.
 	netns uint64
@@ -95,8 +109,22 @@ type key struct {
 	root string
 	// iface is the interface (or "irq N").
 	iface string
+	// ifindex is the interface index the setting was found on, 0 when
+	// not known; a recovery leaves alone an interface of the same name
+	// with another index.
+	ifindex int
 	// setting names the file or flag.
 	setting string
+}
+
+// record is the journal file record of the setting k names.
+func (k key) record() record {
+	return record{Kind: k.kind, Netns: k.netns, Root: k.root, Iface: k.iface, Ifindex: k.ifindex, Setting: k.setting}
+}
+
+// key is the registry key of the setting r names.
+func (r record) key() key {
+	return key{kind: r.Kind, netns: r.Netns, root: r.Root, iface: r.Iface, ifindex: r.Ifindex, setting: r.Setting}
 }
 
 // handle reaches one setting: it stays open while the setting is held, so
@@ -116,12 +144,18 @@ type entry struct {
 	value string
 	refs  int
 	h     handle
+	// dir is the journal directory the entry is recorded in, seq its
+	// place in the order of changes.
+	dir string
+	seq uint64
 }
 
-// registry is the process-wide table of held settings.
+// registry is the process-wide table of held settings. seq numbers the
+// entries in the order they were made.
 var registry = struct {
 	mu   sync.Mutex
 	held map[key]*entry
+	seq  uint64
 }{held: map[key]*entry{}}
 
 // acquire holds setting k at value for the journal. open is called only by
@@ -145,13 +179,20 @@ func (j *Journal) acquire(k key, what, value string, open func() (handle, error)
 	if err != nil {
 		return false, errors.Join(err, closeErr(what, h))
 	}
+	registry.seq++
+	e := &entry{key: k, what: what, orig: orig, value: value, refs: 1, h: h, dir: journalDir(j.RunDir), seq: registry.seq}
+	registry.held[k] = e
 	if orig != value {
+		// The original goes to disk before the host is touched.
+		if err := saveJournal(e.dir); err != nil {
+			delete(registry.held, k)
+			return false, errors.Join(unavailable(what, "its original value cannot be recorded on disk, so a crash could not put it back", err), closeErr(what, h))
+		}
 		if err := h.write(value); err != nil {
-			return false, errors.Join(err, closeErr(what, h))
+			delete(registry.held, k)
+			return false, errors.Join(err, saveJournal(e.dir), closeErr(what, h))
 		}
 	}
-	e := &entry{key: k, what: what, orig: orig, value: value, refs: 1, h: h}
-	registry.held[k] = e
 	j.push(&step{change: Change{What: what, From: orig, To: value}, entry: e})
 	return orig != value, nil
 }
@@ -187,6 +228,11 @@ func release(s *step) error {
 		// put back.
 		if werr := e.h.write(e.orig); werr != nil && !errors.Is(werr, unix.ENODEV) {
 			err = fmt.Errorf("host: restore %s to %s: %w", e.what, e.orig, werr)
+		}
+		// The record goes even when the write failed: the error says so
+		// now, and a later recovery would find a value it cannot judge.
+		if serr := saveJournal(e.dir); serr != nil {
+			err = errors.Join(err, fmt.Errorf("host: drop %s from the journal: %w", e.what, serr))
 		}
 	}
 	return errors.Join(err, closeErr(e.what, e.h))

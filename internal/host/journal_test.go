@@ -35,7 +35,7 @@ func (m *memSetting) write(v string) error {
 func (m *memSetting) close() error { m.closed = true; return nil }
 
 func memKey(name string) key {
-	return key{root: "mem:" + name, iface: "test", setting: name}
+	return key{kind: "mem", root: "mem:" + name, iface: "test", setting: name}
 }
 
 func acquireMem(t *testing.T, j *Journal, m *memSetting, value string) bool {
@@ -65,7 +65,7 @@ func TestRestoreReverseOrder(t *testing.T) {
 	var log []string
 	var mu sync.Mutex
 	a, b, c := newMem(&log, &mu, "a", "1"), newMem(&log, &mu, "b", "1"), newMem(&log, &mu, "c", "1")
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	restoreOnCleanup(t, &j)
 	for _, m := range []*memSetting{a, b, c} {
 		if !acquireMem(t, &j, m, "9") {
@@ -106,7 +106,8 @@ func TestRefcountTwoJournals(t *testing.T) {
 	var log []string
 	var mu sync.Mutex
 	m := newMem(&log, &mu, "n", "0")
-	var j1, j2, j3 Journal
+	d := t.TempDir()
+	j1, j2, j3 := Journal{RunDir: d}, Journal{RunDir: d}, Journal{RunDir: d}
 	restoreOnCleanup(t, &j1)
 	restoreOnCleanup(t, &j2)
 	restoreOnCleanup(t, &j3)
@@ -152,7 +153,7 @@ func TestAcquireSameValueWritesNothing(t *testing.T) {
 	var log []string
 	var mu sync.Mutex
 	m := newMem(&log, &mu, "same", "2")
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	if acquireMem(t, &j, m, "2") {
 		t.Fatal("acquire of the current value reported a change")
 	}
@@ -173,7 +174,7 @@ func TestAcquireWriteFails(t *testing.T) {
 	var mu sync.Mutex
 	m := newMem(&log, &mu, "wf", "0")
 	m.failNext = errors.New("injected")
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	if _, err := j.acquire(memKey("wf"), "wf on test", "1", func() (handle, error) { return m, nil }); err == nil {
 		t.Fatal("acquire succeeded past a failed write")
 	}
@@ -187,7 +188,7 @@ func TestRollback(t *testing.T) {
 	var log []string
 	var mu sync.Mutex
 	a, b, c := newMem(&log, &mu, "ra", "0"), newMem(&log, &mu, "rb", "0"), newMem(&log, &mu, "rc", "0")
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	restoreOnCleanup(t, &j)
 	acquireMem(t, &j, a, "1")
 	mark := j.mark()
@@ -213,6 +214,10 @@ func TestJournalConcurrent(t *testing.T) {
 	m := newMem(&log, &mu, "conc", "0")
 	var wg sync.WaitGroup
 	journals := make([]Journal, 16)
+	d := t.TempDir()
+	for i := range journals {
+		journals[i].RunDir = d
+	}
 	errs := make(chan error, len(journals))
 	for i := range journals {
 		wg.Add(1)

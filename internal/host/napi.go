@@ -50,6 +50,8 @@ func TuneNAPI(j *Journal, sysRoot, ifname string, deferIRQs int, flush time.Dura
 	if err != nil {
 		return err
 	}
+	root := absRoot(sysRoot)
+	ifindex := readIfindex(dir)
 	mark := j.mark()
 	for _, s := range []struct {
 		file, value string
@@ -59,7 +61,7 @@ func TuneNAPI(j *Journal, sysRoot, ifname string, deferIRQs int, flush time.Dura
 	} {
 		what := s.file + " on " + ifname
 		path := filepath.Join(dir, s.file)
-		k := key{netns: ns, root: filepath.Clean(sysRoot), iface: ifname, setting: s.file}
+		k := key{kind: kindSysfs, netns: ns, root: root, iface: ifname, ifindex: ifindex, setting: s.file}
 		if _, err := j.acquire(k, what, s.value, func() (handle, error) { return openFile(what, path) }); err != nil {
 			if rerr := j.rollback(mark); rerr != nil {
 				return errors.Join(err, fmt.Errorf("host: roll back NAPI on %s: %w", ifname, rerr))
@@ -68,6 +70,28 @@ func TuneNAPI(j *Journal, sysRoot, ifname string, deferIRQs int, flush time.Dura
 		}
 	}
 	return nil
+}
+
+// readIfindex returns the interface index in <dir>/ifindex, or 0.
+func readIfindex(dir string) int {
+	s, err := readFile(filepath.Join(dir, "ifindex"))
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// absRoot makes a settings root absolute, so a journal file names the
+// same place to any process.
+func absRoot(root string) string {
+	if a, err := filepath.Abs(root); err == nil {
+		return a
+	}
+	return filepath.Clean(root)
 }
 
 // ReadNAPI returns the current NAPI settings of ifname as seen through the

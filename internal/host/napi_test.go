@@ -35,7 +35,7 @@ func checkNAPI(sysRoot, ifname string, deferIRQs int, flush time.Duration) error
 func TestTuneNAPIFake(t *testing.T) {
 	root := fakeTree(t, "veth.txt")
 	sys := filepath.Join(root, "sys")
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	restoreOnCleanup(t, &j)
 	wantNAPI(t, sys, "veth0", 0, 0)
 	if err := TuneNAPI(&j, sys, "veth0", 2, 20*time.Microsecond); err != nil {
@@ -61,7 +61,8 @@ func TestTuneNAPIFake(t *testing.T) {
 func TestTuneNAPIRefcount(t *testing.T) {
 	root := fakeTree(t, "veth.txt")
 	sys := filepath.Join(root, "sys")
-	var j1, j2, j3 Journal
+	d := t.TempDir()
+	j1, j2, j3 := Journal{RunDir: d}, Journal{RunDir: d}, Journal{RunDir: d}
 	for _, j := range []*Journal{&j1, &j2, &j3} {
 		restoreOnCleanup(t, j)
 	}
@@ -98,7 +99,7 @@ func TestTuneNAPISecondWriteFails(t *testing.T) {
 	root := fakeTree(t, "veth.txt")
 	sys := filepath.Join(root, "sys")
 	failFlushWrites(t)
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	restoreOnCleanup(t, &j)
 	err := TuneNAPI(&j, sys, "veth0", 2, 20*time.Microsecond)
 	if err == nil || !strings.Contains(err.Error(), "injected") {
@@ -128,7 +129,7 @@ func failFlushWrites(t *testing.T) {
 func TestTuneNAPIUnavailable(t *testing.T) {
 	root := fakeTree(t, "veth.txt")
 	sys := filepath.Join(root, "sys")
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	restoreOnCleanup(t, &j)
 	tests := []struct {
 		ifname string
@@ -164,7 +165,7 @@ func TestTuneNAPIUnavailable(t *testing.T) {
 func TestTuneNAPISeparateRoots(t *testing.T) {
 	a := filepath.Join(fakeTree(t, "veth.txt"), "sys")
 	b := filepath.Join(fakeTree(t, "veth.txt"), "sys")
-	var j Journal
+	j := Journal{RunDir: t.TempDir()}
 	restoreOnCleanup(t, &j)
 	if err := TuneNAPI(&j, a, "veth0", 2, time.Microsecond); err != nil {
 		t.Fatal(err)
