@@ -8,7 +8,6 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/pool"
-	"github.com/packetio/packetio/packetiotest"
 	"github.com/packetio/packetio/pipe"
 )
 
@@ -192,9 +191,4 @@ func TestRecycleOfAFilledFrameIsRefused(t *testing.T) {
 	if n := len(rx.Receive(4)); n != 1 {
 		t.Fatalf("received %d", n)
 	}
-}
-
-func TestOwnership(t *testing.T) {
-	open, peer := conformPair()
-	packetiotest.RunOwnership(t, open, 1_000_000, pool.Checked(), packetiotest.WithPeer(peer))
 }
