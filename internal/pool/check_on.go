@@ -43,3 +43,12 @@ func (m *marks) counts() (inPool, held, nic int) {
 // who holds every frame (pool, caller or NIC) and refuses a frame handed on
 // by someone who does not hold it.
 func Checked() bool { return true }
+
+// allowed reports whether a frame held by h may make a move that wants
+// want.
+func allowed(h, want holder) bool {
+	if want == nicAny {
+		return h == nicFill || h == nicTx
+	}
+	return h == want
+}

@@ -264,15 +264,6 @@ const (
 	zeroDesc               // (reported only) the descriptor was zero
 )
 
-// allowed reports whether a frame held by h may make a move that wants
-// want.
-func allowed(h, want holder) bool {
-	if want == nicAny {
-		return h == nicFill || h == nicTx
-	}
-	return h == want
-}
-
 // Misused is a refused move: Op was asked of the frame at Addr, which its
 // holder did not allow. It matches packetio.ErrNotOwned.
 type Misused struct {
