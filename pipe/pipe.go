@@ -17,7 +17,6 @@ package pipe
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/devqueues"
@@ -33,8 +32,6 @@ type Device struct {
 	drop                                func([]byte) bool
 	wire                                func(frames [][]byte, order []int) []int
 
-	closed    atomic.Bool
-	done      chan struct{}
 	closeOnce sync.Once
 }
 
@@ -52,6 +49,7 @@ type config struct {
 	ringSize  int
 	drop      func([]byte) bool
 	wire      func(frames [][]byte, order []int) []int
+	nilHook   string // the hook option given nil, if any
 }
 
 // Option changes how New builds the pipe. The zero configuration is one
@@ -75,7 +73,14 @@ func WithRingSize(n int) Option { return func(c *config) { c.ringSize = n } }
 // (from either end) and drops the frame when it returns true. Dropped frames
 // are counted in the receiver's Backend["wire_dropped"]. The hook runs on the
 // transmitting goroutine and must not keep or modify the slice.
-func WithDrop(drop func(frame []byte) bool) Option { return func(c *config) { c.drop = drop } }
+func WithDrop(drop func(frame []byte) bool) Option {
+	return func(c *config) {
+		c.drop = drop
+		if drop == nil {
+			c.nilHook = "WithDrop"
+		}
+	}
+}
 
 // WithWire installs a wire model that sees each transmitted batch whole and
 // decides what arrives and in which order: it is given the batch's frames
@@ -94,13 +99,22 @@ func WithDrop(drop func(frame []byte) bool) Option { return func(c *config) { c.
 //		return order
 //	})
 func WithWire(wire func(frames [][]byte, order []int) []int) Option {
-	return func(c *config) { c.wire = wire }
+	return func(c *config) {
+		c.wire = wire
+		if wire == nil {
+			c.nilHook = "WithWire"
+		}
+	}
 }
 
 // New returns two devices joined back to back.
 func New(opts ...Option) (a, b packetio.Device, err error) {
 	c := config{queues: 1, frames: 4096, frameSize: 2048, ringSize: 512}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, nil, packetio.NewOpError("open", backendName, "", packetio.NoQueue,
+				fmt.Errorf("%w: option %d is nil", packetio.ErrInvalid, i))
+		}
 		o(&c)
 	}
 	if err := c.check(); err != nil {
@@ -127,16 +141,18 @@ func New(opts ...Option) (a, b packetio.Device, err error) {
 func (c *config) check() error {
 	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
+	case c.nilHook != "":
+		return fmt.Errorf("%w: %s(nil): a nil hook; leave the option out for none", packetio.ErrInvalid, c.nilHook)
 	case c.queues < 1 || c.queues > maxQueues:
-		return fmt.Errorf("%w: %d queues, want 1 to %d", packetio.ErrInvalid, c.queues, maxQueues)
+		return fmt.Errorf("%w: WithQueues(%d), want 1 to %d", packetio.ErrInvalid, c.queues, maxQueues)
 	case !pow2(c.frameSize) || c.frameSize < 128 || c.frameSize > 65536:
-		return fmt.Errorf("%w: frame size %d, want a power of two from 128 to 65536", packetio.ErrInvalid, c.frameSize)
+		return fmt.Errorf("%w: WithFrameSize(%d), want a power of two from 128 to 65536", packetio.ErrInvalid, c.frameSize)
 	case !pow2(c.ringSize) || c.ringSize > 1<<16:
-		return fmt.Errorf("%w: ring size %d, want a power of two up to 65536", packetio.ErrInvalid, c.ringSize)
+		return fmt.Errorf("%w: WithRingSize(%d), want a power of two up to 65536", packetio.ErrInvalid, c.ringSize)
 	case c.frames < 2*c.queues:
-		return fmt.Errorf("%w: %d frames cannot give each of %d queues one per direction", packetio.ErrInvalid, c.frames, c.queues)
+		return fmt.Errorf("%w: WithFrames(%d) cannot give each of %d queues one frame per direction", packetio.ErrInvalid, c.frames, c.queues)
 	case c.frames > 1<<20:
-		return fmt.Errorf("%w: %d frames, at most %d", packetio.ErrInvalid, c.frames, 1<<20)
+		return fmt.Errorf("%w: WithFrames(%d), at most %d", packetio.ErrInvalid, c.frames, 1<<20)
 	}
 	return nil
 }
@@ -144,7 +160,7 @@ func (c *config) check() error {
 const maxQueues = 64
 
 func newDevice(name string, c *config) (*Device, error) {
-	d := &Device{name: name, region: newRegion(c.frames, c.frameSize), drop: c.drop, wire: c.wire, done: make(chan struct{})}
+	d := &Device{name: name, region: newRegion(c.frames, c.frameSize), drop: c.drop, wire: c.wire}
 	// Transmit queues take the front of the region and receive queues the
 	// back, each an equal share; the first queues take the remainder so no
 	// frame belongs to nobody.
@@ -178,30 +194,85 @@ func (d *Device) rxLane(i int) *rxQueue {
 }
 
 // Capabilities reports what a pipe does: one shared region, frames handed
-// back, blocking Poll, a copy on the wire.
+// back, blocking Poll, a copy on the wire. A descriptor names bytes inside
+// one frame, so the frame size bounds what Transmit takes. A nil Device
+// reports only the backend.
 func (d *Device) Capabilities() packetio.Capabilities {
+	if d == nil {
+		return packetio.Capabilities{Backend: backendName}
+	}
 	return packetio.Capabilities{
 		Backend:         backendName,
 		BlockingPoll:    true,
 		SharedRegion:    true,
 		HandsBackFrames: true,
 		MaxFrameSize:    d.region.frameSize,
+		MaxTxLen:        d.region.frameSize,
 		MaxQueues:       maxQueues,
 	}
 }
 
-// Close closes this end. The other end stays open and what it sends is
-// dropped. It wakes every goroutine blocked in Poll and is idempotent.
+// NumTxQueues is the number of transmit queues; 0 for a nil Device.
+func (d *Device) NumTxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumTxQueues()
+}
+
+// NumRxQueues is the number of receive queues; 0 for a nil Device.
+func (d *Device) NumRxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumRxQueues()
+}
+
+// TxQueue returns transmit queue i, or nil when i is out of range or d is
+// nil.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.TxQueue(i)
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range or d is
+// nil.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.RxQueue(i)
+}
+
+// Close closes this end: every queue. The other end stays open and what it
+// sends is dropped. It wakes every goroutine blocked in Poll and is
+// idempotent. On a nil Device it returns an error matching
+// packetio.ErrClosed.
 func (d *Device) Close() error {
+	if d == nil {
+		return packetio.NewOpError("close", backendName, "", packetio.NoQueue,
+			fmt.Errorf("%w: nil *pipe.Device", packetio.ErrClosed))
+	}
 	d.closeOnce.Do(func() {
-		d.closed.Store(true)
-		close(d.done)
+		for _, q := range d.Tx {
+			q.Close()
+		}
+		for _, q := range d.Rx {
+			q.Close()
+		}
 	})
 	return nil
 }
 
 // String names the end, for logs.
-func (d *Device) String() string { return d.name }
+func (d *Device) String() string {
+	if d == nil {
+		return "pipe <nil>"
+	}
+	return d.name
+}
 
 // opErr is the error of op on queue i: a *packetio.OpError whose cause is
 // err.

@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,11 +18,16 @@ type rxQueue struct {
 	fill   *spsc[uint64]
 	ring   *spsc[packetio.Desc]
 	notify chan struct{}
+	done   chan struct{} // closed by Close, to wake Poll
 	timer  *time.Timer
-	addrs  []uint64
-	out    []packetio.Desc
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	addrs     []uint64
+	out       []packetio.Desc
 
 	packets, bytes, filled, batches, polls, poolEmpty atomic.Uint64
+	errors                                            atomic.Uint64
 	dropped, wireDropped, tooBig                      atomic.Uint64 // written by the far side
 }
 
@@ -33,6 +39,7 @@ func newRxQueue(d *Device, i int, p *pool.Frames, ring int) *rxQueue {
 		fill:   newSPSC[uint64](ring),
 		ring:   newSPSC[packetio.Desc](ring),
 		notify: make(chan struct{}, 1),
+		done:   make(chan struct{}),
 		timer:  t,
 		addrs:  make([]uint64, 0, ring),
 		out:    make([]packetio.Desc, 0, ring),
@@ -42,14 +49,14 @@ func newRxQueue(d *Device, i int, p *pool.Frames, ring int) *rxQueue {
 func (q *rxQueue) Region() packetio.Region { return q.dev.region }
 
 func (q *rxQueue) Fill(n int) int {
-	if q.dev.closed.Load() || n <= 0 {
+	if q.closed.Load() || n <= 0 {
 		return 0
 	}
 	n = min(n, q.fill.free())
 	if n == 0 {
 		return 0
 	}
-	q.addrs = q.pool.Pop(n, q.addrs[:0])
+	q.addrs = q.pool.PopFill(n, q.addrs[:0])
 	if len(q.addrs) == 0 {
 		q.poolEmpty.Add(1)
 		return 0
@@ -65,7 +72,7 @@ func (q *rxQueue) Fill(n int) int {
 func (q *rxQueue) Poll(timeout time.Duration) (int, error) {
 	q.polls.Add(1)
 	for {
-		if q.dev.closed.Load() {
+		if q.closed.Load() {
 			return 0, q.dev.opErr("poll", q.idx, packetio.ErrClosed)
 		}
 		if n := q.ring.ready(); n > 0 || timeout == 0 {
@@ -74,7 +81,7 @@ func (q *rxQueue) Poll(timeout time.Duration) (int, error) {
 		if timeout < 0 {
 			select {
 			case <-q.notify:
-			case <-q.dev.done:
+			case <-q.done:
 			}
 			continue
 		}
@@ -82,7 +89,7 @@ func (q *rxQueue) Poll(timeout time.Duration) (int, error) {
 		select {
 		case <-q.notify:
 			q.timer.Stop()
-		case <-q.dev.done:
+		case <-q.done:
 			q.timer.Stop()
 		case <-q.timer.C:
 			timeout = 0 // one last look
@@ -92,7 +99,7 @@ func (q *rxQueue) Poll(timeout time.Duration) (int, error) {
 
 func (q *rxQueue) Receive(max int) []packetio.Desc {
 	q.out = q.out[:0]
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return q.out
 	}
 	n := min(max, q.ring.ready())
@@ -106,37 +113,61 @@ func (q *rxQueue) Receive(max int) []packetio.Desc {
 		q.out = append(q.out, d)
 	}
 	q.ring.release()
+	if pool.Checked() {
+		q.taken(q.out)
+	}
 	q.packets.Add(uint64(n))
 	q.bytes.Add(b)
 	q.batches.Add(1)
 	return q.out
 }
 
+// taken records that the caller holds the received frames
+// (packetio_checked builds). The wire only delivers into posted frames, so a
+// refusal is a bug of the pipe itself, counted in RxStats.Errors.
+func (q *rxQueue) taken(descs []packetio.Desc) {
+	for _, d := range descs {
+		if !q.pool.Take(pool.OpReceive, q.pool.Base(d.Addr)) {
+			q.errors.Add(1)
+		}
+	}
+}
+
 func (q *rxQueue) Err() error {
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return q.dev.opErr("receive", q.idx, packetio.ErrClosed)
+	}
+	if err := q.pool.Misuse(); err != nil {
+		return q.dev.opErr("recycle", q.idx, err)
 	}
 	return nil
 }
 
+// Recycle returns received frames to the pool. A zero Desc, a foreign frame
+// and (packetio_checked) one the caller does not hold are refused and
+// counted in Backend["pool_rejected"].
 func (q *rxQueue) Recycle(descs []packetio.Desc) {
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return
 	}
 	for _, d := range descs {
+		if d == (packetio.Desc{}) {
+			q.pool.RefuseZero(pool.OpRecycle)
+			continue
+		}
 		q.pool.Push(q.pool.Base(d.Addr))
 	}
 }
 
 func (q *rxQueue) NumFreeFillSlots() int {
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return 0
 	}
 	return q.fill.free()
 }
 
 func (q *rxQueue) NumReceived() int {
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return 0
 	}
 	return q.ring.ready()
@@ -153,6 +184,7 @@ func (q *rxQueue) Stats() (packetio.RxStats, error) {
 		Polls:     q.polls.Load(),
 		PoolEmpty: q.poolEmpty.Load(),
 		Dropped:   q.dropped.Load() + q.tooBig.Load(),
+		Errors:    q.errors.Load(),
 		Backend: map[string]uint64{
 			"pool_rejected": q.pool.Rejected(),
 			"wire_dropped":  q.wireDropped.Load(),
@@ -161,4 +193,12 @@ func (q *rxQueue) Stats() (packetio.RxStats, error) {
 	}, nil
 }
 
-func (q *rxQueue) Close() error { return q.dev.Close() }
+// Close closes this queue alone and wakes a Poll on it; the device's other
+// queues keep working. It is idempotent.
+func (q *rxQueue) Close() error {
+	q.closeOnce.Do(func() {
+		q.closed.Store(true)
+		close(q.done)
+	})
+	return nil
+}

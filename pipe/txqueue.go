@@ -2,6 +2,7 @@ package pipe
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/packetio/packetio"
@@ -26,7 +27,10 @@ type txQueue struct {
 
 	packets, bytes, completed, batches atomic.Uint64
 	ringFull, poolEmpty, rejected      atomic.Uint64
-	noReceiver                         atomic.Uint64
+	noReceiver, refused                atomic.Uint64
+
+	closed    atomic.Bool
+	closeOnce sync.Once
 }
 
 func newTxQueue(d *Device, i int, p *pool.Frames, ring int) *txQueue {
@@ -45,7 +49,7 @@ func (q *txQueue) Region() packetio.Region { return q.dev.region }
 
 func (q *txQueue) Alloc(n int) []packetio.Desc {
 	q.alloc = q.alloc[:0]
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return q.alloc
 	}
 	n = min(n, cap(q.pending)-len(q.pending))
@@ -63,7 +67,7 @@ func (q *txQueue) Alloc(n int) []packetio.Desc {
 }
 
 func (q *txQueue) Transmit(descs []packetio.Desc) int {
-	if q.dev.closed.Load() || len(descs) == 0 {
+	if q.closed.Load() || len(descs) == 0 {
 		return 0
 	}
 	room := cap(q.pending) - len(q.pending)
@@ -71,14 +75,7 @@ func (q *txQueue) Transmit(descs []packetio.Desc) int {
 		q.ringFull.Add(1)
 		return 0
 	}
-	n := min(len(descs), room)
-	for i, d := range descs[:n] {
-		if !q.dev.region.inFrame(d) {
-			q.rejected.Add(1)
-			n = i
-			break
-		}
-	}
+	n := q.prefix(descs[:min(len(descs), room)])
 	if n == 0 {
 		return 0
 	}
@@ -95,12 +92,37 @@ func (q *txQueue) Transmit(descs []packetio.Desc) int {
 	return n
 }
 
+// prefix is how many leading descs Transmit may send: it stops at one
+// outside a frame (counted in Backend["rejected_descs"]), a zero Desc and
+// (packetio_checked) a frame the caller does not hold. Every refusal is
+// counted in TxStats.Refused.
+func (q *txQueue) prefix(descs []packetio.Desc) int {
+	for i, d := range descs {
+		ok := true
+		switch {
+		case d == (packetio.Desc{}):
+			q.pool.RefuseZero(pool.OpTransmit)
+			ok = false
+		case !q.dev.region.inFrame(d):
+			q.rejected.Add(1)
+			ok = false
+		case !q.pool.Send(q.pool.Base(d.Addr)):
+			ok = false
+		}
+		if !ok {
+			q.refused.Add(1)
+			return i
+		}
+	}
+	return len(descs)
+}
+
 // wire copies frames into the frames the far side posted, as a NIC writes
 // into posted buffers, and publishes them to its receive ring. A WithWire
 // hook decides the order they arrive in, and which are lost or doubled.
 func (q *txQueue) wire(sent []packetio.Desc) {
 	rx := q.lane
-	if rx == nil || rx.dev.closed.Load() {
+	if rx == nil || rx.closed.Load() {
 		q.noReceiver.Add(uint64(len(sent)))
 		return
 	}
@@ -167,19 +189,22 @@ func (q *txQueue) deliver(rx *rxQueue, frame []byte, c *wireCounts) {
 }
 
 func (q *txQueue) Err() error {
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return q.dev.opErr("transmit", q.idx, packetio.ErrClosed)
+	}
+	if err := q.pool.Misuse(); err != nil {
+		return q.dev.opErr("transmit", q.idx, err)
 	}
 	return nil
 }
 
 func (q *txQueue) Complete(max int) int {
 	n := min(max, len(q.pending))
-	if n <= 0 || q.dev.closed.Load() {
+	if n <= 0 || q.closed.Load() {
 		return 0
 	}
 	for _, d := range q.pending[:n] {
-		q.pool.Push(q.pool.Base(d.Addr))
+		q.pool.Done(q.pool.Base(d.Addr))
 	}
 	q.dequeue(n)
 	return n
@@ -187,8 +212,13 @@ func (q *txQueue) Complete(max int) int {
 
 func (q *txQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
 	n := min(max, len(q.pending))
-	if n <= 0 || q.dev.closed.Load() {
+	if n <= 0 || q.closed.Load() {
 		return out
+	}
+	if pool.Checked() {
+		for _, d := range q.pending[:n] {
+			q.pool.Take(pool.OpReclaim, q.pool.Base(d.Addr))
+		}
 	}
 	out = append(out, q.pending[:n]...)
 	q.dequeue(n)
@@ -202,12 +232,21 @@ func (q *txQueue) dequeue(n int) {
 	q.completed.Add(uint64(n))
 }
 
+// Free returns frames the caller holds to the pool. A foreign frame and
+// (packetio_checked) one the caller does not hold are refused and counted
+// in TxStats.Refused.
 func (q *txQueue) Free(descs []packetio.Desc) {
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return
 	}
+	var refused uint64
 	for _, d := range descs {
-		q.pool.Push(q.pool.Base(d.Addr))
+		if !q.pool.Put(pool.OpFree, q.pool.Base(d.Addr)) {
+			refused++
+		}
+	}
+	if refused != 0 {
+		q.refused.Add(refused)
 	}
 }
 
@@ -217,7 +256,7 @@ func (q *txQueue) NumFreeSlots() int  { return cap(q.pending) - len(q.pending) }
 func (q *txQueue) NumFreeFrames() int { return q.pool.Len() }
 
 func (q *txQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
-	if q.dev.closed.Load() {
+	if q.closed.Load() {
 		return 0, q.dev.opErr("send", q.idx, packetio.ErrClosed)
 	}
 	q.Complete(len(q.pending))
@@ -249,6 +288,7 @@ func (q *txQueue) Stats() (packetio.TxStats, error) {
 		Batches:   q.batches.Load(),
 		RingFull:  q.ringFull.Load(),
 		PoolEmpty: q.poolEmpty.Load(),
+		Refused:   q.refused.Load(),
 		Backend: map[string]uint64{
 			"pool_rejected":  q.pool.Rejected(),
 			"rejected_descs": q.rejected.Load(),
@@ -257,4 +297,9 @@ func (q *txQueue) Stats() (packetio.TxStats, error) {
 	}, nil
 }
 
-func (q *txQueue) Close() error { return q.dev.Close() }
+// Close closes this queue alone; the device's other queues keep working. It
+// is idempotent.
+func (q *txQueue) Close() error {
+	q.closeOnce.Do(func() { q.closed.Store(true) })
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/pool"
 )
 
 // Fill posts up to n frames of the receive pool to the fill ring and
@@ -32,7 +33,7 @@ func (s *Socket) Fill(n int) int {
 	if k == 0 {
 		return 0
 	}
-	s.r.addrs = s.r.pool.Pop(int(k), s.r.addrs[:0])
+	s.r.addrs = s.r.pool.PopFill(int(k), s.r.addrs[:0])
 	for i, a := range s.r.addrs {
 		s.r.fill.put(uint32(i), a)
 	}
@@ -174,6 +175,9 @@ func (s *Socket) receive(max int) []Desc {
 		d := s.r.ring.get(i)
 		s.r.descs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
 		bytes += uint64(d.Len)
+		if pool.Checked() {
+			s.r.pool.Take(pool.OpReceive, s.umem.base(d.Addr))
+		}
 	}
 	if n > 0 {
 		s.r.ring.release(n)
@@ -249,6 +253,11 @@ func (s *Socket) Recycle(descs []Desc) {
 	defer s.exitRx()
 	rejected := 0
 	for _, d := range descs {
+		if d == (Desc{}) {
+			s.r.pool.RefuseZero(pool.OpRecycle)
+			rejected++
+			continue
+		}
 		if !s.r.pool.Push(s.umem.base(d.Addr)) {
 			rejected++
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/internal/pool"
 )
 
 // maxTxSegs is the longest chain one transmitted packet may have in copy
@@ -58,7 +60,7 @@ func (s *Socket) Free(descs []Desc) {
 func (s *Socket) free(descs []Desc) {
 	rejected := 0
 	for _, d := range descs {
-		if !s.t.pool.Push(s.umem.base(d.Addr)) {
+		if !s.t.pool.Put(pool.OpFree, s.umem.base(d.Addr)) {
 			rejected++
 		}
 	}
@@ -114,6 +116,41 @@ func (s *Socket) validTx(d Desc) bool {
 	return d.Addr < uint64(len(s.umem.mem)) && d.Len != 0 && uint64(d.Len) <= uint64(s.frameSize)-off && off >= s.txHeadroom
 }
 
+// sendable hands d's frame to the kernel in the ownership table of the pool
+// that owns it (packetio_checked builds), refusing a zero Desc in every
+// build and a frame the caller does not hold in a checked one.
+func (s *Socket) sendable(d Desc) bool {
+	if d == (Desc{}) {
+		s.t.pool.RefuseZero(pool.OpTransmit)
+		return false
+	}
+	base := s.umem.base(d.Addr)
+	if s.reuseRx && s.r.pool.Owns(base) {
+		return s.r.pool.Send(base)
+	}
+	return s.t.pool.Send(base)
+}
+
+// owned marks descs sent, up to the first one sendable refuses (counted in
+// Stats().Rejected), and returns how many may go: with WithMultiBuffer cut
+// back to a whole packet, the cut frames handed back to the caller.
+func (s *Socket) owned(descs []Desc) int {
+	end := 0
+	for i, d := range descs {
+		if !s.sendable(d) {
+			s.t.st.rejected.Add(1)
+			for _, c := range descs[end:i] {
+				s.reclaimed(c.Addr)
+			}
+			return end
+		}
+		if !s.multiBuffer || d.Options&unix.XDP_PKT_CONTD == 0 {
+			end = i + 1
+		}
+	}
+	return len(descs)
+}
+
 func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	s.maybePin()
 	want := uint32(min(len(descs), int(s.t.ring.size)))
@@ -151,6 +188,7 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 		}
 		n = end
 	}
+	n = s.owned(descs[:n])
 	if n == 0 {
 		return 0
 	}
@@ -292,11 +330,11 @@ func (s *Socket) complete(max int) int {
 		base := s.umem.base(addr)
 		switch {
 		case s.t.pool.Owns(base):
-			if !s.t.pool.Push(base) {
+			if !s.t.pool.Done(base) {
 				rejected++
 			}
 		case s.reuseRx && s.r.pool.Owns(base):
-			if !s.r.pool.Push(base) {
+			if !s.r.pool.Done(base) {
 				rejected++
 			}
 		case s.onForeign != nil:
@@ -329,6 +367,9 @@ func (s *Socket) CompleteInto(max int, out []uint64) []uint64 {
 	n := s.t.comp.avail(uint32(min(max, int(s.t.comp.size))))
 	for i := range n {
 		out = append(out, s.t.comp.get(i))
+		if pool.Checked() {
+			s.reclaimed(out[len(out)-1])
+		}
 	}
 	if n > 0 {
 		s.t.comp.release(n)
@@ -336,6 +377,17 @@ func (s *Socket) CompleteInto(max int, out []uint64) []uint64 {
 		s.t.st.compBatches.Add(1)
 	}
 	return out
+}
+
+// reclaimed hands a completed frame back to the caller in the ownership
+// table of its pool (packetio_checked builds).
+func (s *Socket) reclaimed(addr uint64) {
+	base := s.umem.base(addr)
+	if s.reuseRx && s.r.pool.Owns(base) {
+		s.r.pool.Take(pool.OpReclaim, base)
+		return
+	}
+	s.t.pool.Take(pool.OpReclaim, base)
 }
 
 // NumCompleted is how many completions wait on the ring.
@@ -514,4 +566,20 @@ func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
 		}
 	}
 	return done, nil
+}
+
+// Misuse is the first frame the caller handed on without holding it (a zero
+// Desc in every build; in a packetio_checked build also a frame in the pool
+// or with the kernel), or nil: an error matching packetio.ErrNotOwned that
+// names the call and the frame. Safe from any goroutine.
+func (s *Socket) Misuse() error {
+	if s.r.pool != nil {
+		if err := s.r.pool.Misuse(); err != nil {
+			return err
+		}
+	}
+	if s.t.pool != nil {
+		return s.t.pool.Misuse()
+	}
+	return nil
 }

@@ -7,15 +7,25 @@
 // frame of an address is a shift and its start a mask, never a division.
 //
 // Push refuses, and counts, a frame the pool cannot own: outside its range,
-// not a frame start, or one more than it can hold. Built with the
-// packetio_checked tag it also keeps one bit per frame and refuses a frame
-// that is already free, which plain counting cannot see.
+// not a frame start, or one more than it can hold.
+//
+// Built with the packetio_checked tag the pool also knows who holds each of
+// its frames: the pool, the caller (the program) or the NIC (posted to the
+// fill ring, or in flight on transmit). The legal moves are Pop (pool to
+// caller), PopFill (pool to NIC), Take (NIC to caller: receive, reclaim),
+// Put (caller to pool: recycle, free), Send (caller to NIC: transmit) and
+// Done (NIC to pool: complete). Any other move is refused, and the first one
+// is kept for Misuse to report, so recycling a frame the NIC still holds
+// cannot make two packets land in one frame. In other builds the table and
+// every check on it compile to nothing.
 package pool
 
 import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/packetio/packetio"
 )
 
 // Frames is a free list of frames of one size covering [base, end) of a
@@ -27,7 +37,9 @@ type Frames struct {
 	base     uint64   // first byte owned
 	end      uint64   // one past the last byte owned
 	rejected atomic.Uint64
-	marks    marks // duplicate detection in packetio_checked builds
+	misuses  atomic.Uint64
+	first    atomic.Pointer[Misused] // the first misuse, kept for Err
+	marks    marks                   // who holds each frame, in packetio_checked builds
 }
 
 // New returns a full pool of count frames of frameSize bytes, starting at
@@ -82,28 +94,132 @@ func (p *Frames) Pop(n int, dst []uint64) []uint64 {
 	if n <= 0 {
 		return dst
 	}
+	return p.pop(n, dst, caller)
+}
+
+// PopFill is Pop for frames that go straight to the NIC's fill ring: in a
+// checked build the NIC holds them until Take(OpReceive) or Done.
+func (p *Frames) PopFill(n int, dst []uint64) []uint64 {
+	if n > len(p.free) {
+		n = len(p.free)
+	}
+	if n <= 0 {
+		return dst
+	}
+	return p.pop(n, dst, nicFill)
+}
+
+// pop takes the top n (1 <= n <= Len) frames for holder h.
+func (p *Frames) pop(n int, dst []uint64, h holder) []uint64 {
 	top := len(p.free)
 	for i := top - 1; i >= top-n; i-- {
 		a := p.free[i]
-		p.marks.take(p.index(a))
+		p.marks.set(p.index(a), h)
 		dst = append(dst, a)
 	}
 	p.free = p.free[:top-n]
 	return dst
 }
 
-// Push returns one frame, by its start address (round with Base first). A
-// foreign, unaligned or surplus frame (and, in a checked build, a frame
-// already free) is refused and counted in Rejected; Push reports whether it
-// took the frame.
-func (p *Frames) Push(addr uint64) bool {
-	if addr < p.base || addr >= p.end || addr&p.mask != 0 || len(p.free) == cap(p.free) || !p.marks.give(p.index(addr)) {
+// Push is Put(OpRecycle, addr): the caller returns a frame.
+func (p *Frames) Push(addr uint64) bool { return p.give(OpRecycle, addr, caller) }
+
+// Put returns one frame the caller holds, by its start address (round with
+// Base first); op (OpRecycle or OpFree) names the call in the misuse report.
+// A foreign, unaligned or surplus frame (and, in a checked build, one the
+// caller does not hold) is refused and counted in Rejected; Put reports
+// whether it took the frame.
+func (p *Frames) Put(op Op, addr uint64) bool { return p.give(op, addr, caller) }
+
+// Done returns one frame the NIC has finished with (a completed transmit, a
+// posted frame taken back unused) to the pool, with Put's refusals; in a
+// checked build the NIC must hold it.
+func (p *Frames) Done(addr uint64) bool { return p.give(OpComplete, addr, nicAny) }
+
+// give pushes addr when its holder is want.
+func (p *Frames) give(op Op, addr uint64, want holder) bool {
+	if addr < p.base || addr >= p.end || addr&p.mask != 0 {
+		p.rejected.Add(1)
+		return false
+	}
+	// The holder first: in a checked build a frame returned twice is
+	// reported as such, not as a surplus.
+	if h, ok := p.marks.move(p.index(addr), want, pooled); !ok {
+		p.rejected.Add(1)
+		p.misuse(op, addr, h)
+		return false
+	}
+	if len(p.free) == cap(p.free) {
 		p.rejected.Add(1)
 		return false
 	}
 	p.free = append(p.free, addr)
 	return true
 }
+
+// Send records that the caller hands frame addr (a frame start) to the NIC
+// to transmit. It always reports true outside a checked build and for a
+// frame of another pool; in a checked build it refuses, and reports, a frame
+// of this pool the caller does not hold. The caller counts the refusal.
+func (p *Frames) Send(addr uint64) bool { return p.move(OpTransmit, addr, caller, nicTx) }
+
+// Take records that the NIC hands frame addr back to the caller: op is
+// OpReceive for a frame posted to the fill ring, OpReclaim for one sent. It
+// refuses, as Send does, a frame the NIC does not hold.
+func (p *Frames) Take(op Op, addr uint64) bool {
+	if op == OpReceive {
+		return p.move(op, addr, nicFill, caller)
+	}
+	return p.move(op, addr, nicTx, caller)
+}
+
+// move checks and records one move between holders outside the pool.
+func (p *Frames) move(op Op, addr uint64, want, to holder) bool {
+	if !Checked() || addr < p.base || addr >= p.end || addr&p.mask != 0 {
+		return true
+	}
+	if h, ok := p.marks.move(p.index(addr), want, to); !ok {
+		p.misuse(op, addr, h)
+		return false
+	}
+	return true
+}
+
+// RefuseZero records that op was handed a zero Desc, which names no packet
+// (every build refuses one): the misuse is reported, and for OpRecycle and
+// OpFree counted in Rejected. The caller counts a refused transmit.
+func (p *Frames) RefuseZero(op Op) {
+	if op == OpRecycle || op == OpFree {
+		p.rejected.Add(1)
+	}
+	p.misuse(op, 0, zeroDesc)
+}
+
+// misuse counts a refused move and keeps the first for Misuse. It allocates
+// once, for the first.
+func (p *Frames) misuse(op Op, addr uint64, h holder) {
+	p.misuses.Add(1)
+	if p.first.Load() == nil {
+		p.first.CompareAndSwap(nil, &Misused{Op: op, Addr: addr, holder: h})
+	}
+}
+
+// Misuse is the first refused move since New, or nil: an error matching
+// packetio.ErrNotOwned that says what was done to which frame. Outside a
+// checked build only a zero Desc is reported. Safe from any goroutine.
+func (p *Frames) Misuse() error {
+	if m := p.first.Load(); m != nil {
+		return m
+	}
+	return nil
+}
+
+// Misuses counts the refused moves since New. Safe from any goroutine.
+func (p *Frames) Misuses() uint64 { return p.misuses.Load() }
+
+// Counts tallies who holds the pool's frames: the pool, the caller, the NIC.
+// It walks every frame; outside a checked build it returns -1s.
+func (p *Frames) Counts() (inPool, held, nic int) { return p.marks.counts() }
 
 // Rejected counts refused pushes since New. It is safe to call from any
 // goroutine; anything but 0 is a bug above the pool.
@@ -112,3 +228,64 @@ func (p *Frames) Rejected() uint64 { return p.rejected.Load() }
 // index is the frame's position inside the pool. Only called with an address
 // inside the range.
 func (p *Frames) index(addr uint64) int { return int((addr - p.base) >> p.shift) }
+
+// Op names the call that misused a frame, in a Misused report.
+type Op uint8
+
+// The calls that move a frame between holders.
+const (
+	OpRecycle  Op = iota // caller to pool, on a receive queue
+	OpFree               // caller to pool, on a transmit queue
+	OpTransmit           // caller to NIC
+	OpComplete           // NIC to pool
+	OpReceive            // NIC (fill ring) to caller
+	OpReclaim            // NIC (transmit) to caller
+)
+
+var opNames = [...]string{"recycle", "free", "transmit", "complete", "receive", "reclaim"}
+
+// String is the call's name as the API spells it.
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return "op " + fmt.Sprint(uint8(o))
+}
+
+// holder is who holds a frame. The zero value is the pool.
+type holder uint8
+
+const (
+	pooled   holder = iota // free in the pool
+	caller                 // the program: allocated, received or reclaimed
+	nicFill                // the NIC: posted to the fill ring
+	nicTx                  // the NIC: in flight on transmit
+	nicAny                 // (wanted only) either NIC state
+	zeroDesc               // (reported only) the descriptor was zero
+)
+
+// Misused is a refused move: Op was asked of the frame at Addr, which its
+// holder did not allow. It matches packetio.ErrNotOwned.
+type Misused struct {
+	Op     Op     // the call
+	Addr   uint64 // the frame's start in the region
+	holder holder // who held it
+}
+
+// Error says what was done to which frame, and who held it:
+// "recycle frame 0x1800: the NIC holds it (posted to the fill ring)".
+func (m *Misused) Error() string {
+	if m.holder == zeroDesc {
+		return m.Op.String() + " a zero descriptor: it names no frame"
+	}
+	why := [...]string{
+		pooled:  "it is in the pool",
+		caller:  "the caller holds it",
+		nicFill: "the NIC holds it (posted to the fill ring)",
+		nicTx:   "the NIC holds it (in flight on transmit)",
+	}
+	return fmt.Sprintf("%s frame %#x: %s", m.Op, m.Addr, why[m.holder])
+}
+
+// Unwrap makes the report match packetio.ErrNotOwned.
+func (m *Misused) Unwrap() error { return packetio.ErrNotOwned }
