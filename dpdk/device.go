@@ -70,6 +70,7 @@ type Device struct {
 	mu                                  sync.Mutex // Close
 	owned                               bool       // the port is ours to close and remove
 	started                             bool
+	watch                               *watcher // nil for a port without a kernel interface
 }
 
 // Open opens the DPDK device name (a PCI address or a vdev spec such as
@@ -133,7 +134,39 @@ func openDevice(name string, opts []Option) (*Device, error) {
 		}
 		return nil, err
 	}
+	if err := d.startWatch(); err != nil {
+		if terr := d.teardown(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("undoing the open: %w", terr))
+		}
+		return nil, err
+	}
 	return d, nil
+}
+
+// startWatch starts the watcher of a port over a kernel interface, on the
+// thread Open runs on, which is in the interface's namespace.
+func (d *Device) startWatch() error {
+	if d.info.IfIndex == 0 {
+		return nil
+	}
+	w, err := newWatcher(d.info.IfIndex)
+	if err != nil {
+		return err
+	}
+	d.watch = w
+	go w.run(WatchInterval, d.lost)
+	return nil
+}
+
+// lost latches the loss of the interface into every queue.
+func (d *Device) lost(cause error) {
+	err := errGone(d.info.Name, d.info.IfIndex, cause)
+	for _, q := range d.Tx {
+		q.q.Fail(err)
+	}
+	for _, q := range d.Rx {
+		q.q.Fail(err)
+	}
 }
 
 // portSetup is what the steps of open share.
@@ -474,6 +507,9 @@ func (d *Device) Close() error {
 	defer d.mu.Unlock()
 	if d.closed.Swap(true) {
 		return nil
+	}
+	if d.watch != nil {
+		d.watch.close()
 	}
 	// A poller holds its queue's lock while inside the driver: taking
 	// every lock waits it out, and it sees the device closed next time.
