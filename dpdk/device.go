@@ -154,9 +154,29 @@ func (d *Device) startWatch() error {
 		return err
 	}
 	d.watch = w
+	mtu, err := w.mtu()
+	if err != nil {
+		return err
+	}
+	d.setMaxTxLen(mtu)
 	go w.run(WatchInterval, d.lost)
 	return nil
 }
+
+// setMaxTxLen bounds what Transmit takes by the link's MTU plus the
+// Ethernet header, and by what a frame holds.
+func (d *Device) setMaxTxLen(mtu int) {
+	d.caps.MaxTxLen = d.info.MaxPacket
+	if mtu > 0 {
+		d.caps.MaxTxLen = min(mtu+ethHeader, d.info.MaxPacket)
+	}
+	for _, q := range d.Tx {
+		q.maxLen = uint32(d.caps.MaxTxLen)
+	}
+}
+
+// ethHeader is the Ethernet header the MTU does not count.
+const ethHeader = 14
 
 // lost latches the loss of the interface into every queue.
 func (d *Device) lost(cause error) {
@@ -205,6 +225,11 @@ func (d *Device) open(name, driver string, c *config) error {
 		}
 	}
 	d.caps = ps.capabilities()
+	mtu, err := eal.MTU(ps.port)
+	if err != nil {
+		mtu = 0 // no MTU: bounded by the frame alone
+	}
+	d.setMaxTxLen(mtu)
 	return nil
 }
 

@@ -69,6 +69,18 @@ func (w *watcher) present() (bool, error) {
 	return true, nil
 }
 
+// mtu reads the interface's MTU.
+func (w *watcher) mtu() (int, error) {
+	w.ifr.SetUint32(w.index)
+	if err := unix.IoctlIfreq(w.fd, unix.SIOCGIFNAME, w.ifr); err != nil {
+		return 0, fmt.Errorf("the name of interface %d: %w", w.index, err)
+	}
+	if err := unix.IoctlIfreq(w.fd, unix.SIOCGIFMTU, w.ifr); err != nil {
+		return 0, fmt.Errorf("the MTU of %s: %w", w.ifr.Name(), err)
+	}
+	return int(w.ifr.Uint32()), nil
+}
+
 // run checks every interval until the interface is gone, when it calls
 // lost once and returns, or until stop closes.
 func (w *watcher) run(interval time.Duration, lost func(error)) {
