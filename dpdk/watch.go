@@ -5,8 +5,10 @@ package dpdk
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
@@ -106,6 +108,41 @@ func (w *watcher) close() {
 	close(w.stop)
 	<-w.done
 	unix.Close(w.fd)
+}
+
+// checkIface refuses, before the driver sees it, a vdev whose iface=
+// argument names no interface in this thread's namespace (the drivers
+// report that as EPERM), and a net_af_xdp port on an interface that
+// already runs an XDP program, which the driver would fail on or replace.
+func checkIface(spec, driver string) error {
+	name := devarg(spec, "iface")
+	if name == "" {
+		return nil
+	}
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+			return fmt.Errorf("interface %q is not in this thread's network namespace: %w", name, packetio.ErrNoDevice)
+		}
+		return fmt.Errorf("looking up interface %q: %w", name, err)
+	}
+	if x := l.Attrs().Xdp; driver == "net_af_xdp" && x != nil && x.Attached {
+		return fmt.Errorf("interface %q already runs XDP program %d, which net_af_xdp would have to replace (ip link set dev %s xdp off frees it): %w", name, x.ProgId, name, packetio.ErrBusy)
+	}
+	return nil
+}
+
+// devarg returns the value of key in a device spec's arguments
+// ("net_af_packet0,iface=veth0,qpairs=1"), or "".
+func devarg(spec, key string) string {
+	_, args, _ := strings.Cut(spec, ",")
+	for _, kv := range strings.Split(args, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 // errGone is the error every queue reports once the interface is gone.
