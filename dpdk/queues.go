@@ -15,7 +15,8 @@ import (
 )
 
 // region is the device's memzone as a packetio.Region. After Close it is
-// empty: the memory has gone back to DPDK.
+// empty: the memory has gone back to DPDK, and a slice taken before Close
+// must not be used (see "Memory after Close" in doc.go).
 type region struct{ d *Device }
 
 func (r region) bytes() []byte {

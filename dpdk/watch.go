@@ -116,7 +116,7 @@ func (w *watcher) close() {
 // already runs an XDP program, which the driver would fail on or replace.
 func checkIface(spec, driver string) error {
 	name := devarg(spec, "iface")
-	if name == "" {
+	if name == "" || !attaches(driver) {
 		return nil
 	}
 	l, err := netlink.LinkByName(name)
@@ -131,6 +131,16 @@ func checkIface(spec, driver string) error {
 		return fmt.Errorf("interface %q already runs XDP program %d, which net_af_xdp would have to replace (ip link set dev %s xdp off frees it): %w", name, x.ProgId, name, packetio.ErrBusy)
 	}
 	return nil
+}
+
+// attaches reports whether driver's iface= names an interface that must
+// exist (net_tap's names one it creates).
+func attaches(driver string) bool {
+	switch driver {
+	case "net_af_packet", "net_af_xdp", "net_pcap":
+		return true
+	}
+	return false
 }
 
 // devarg returns the value of key in a device spec's arguments
