@@ -5,12 +5,14 @@ package dpdk
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/dpdk/internal/eal"
@@ -70,6 +72,7 @@ type Device struct {
 	mu                                  sync.Mutex // Close
 	owned                               bool       // the port is ours to close and remove
 	started                             bool
+	watch                               *watcher // nil for a port without a kernel interface
 }
 
 // Open opens the DPDK device name (a PCI address or a vdev spec such as
@@ -89,11 +92,11 @@ const backendName = "dpdk"
 // openDevice is Open with the cause of a failure unwrapped.
 func openDevice(name string, opts []Option) (*Device, error) {
 	c := defaults()
-	for _, o := range opts {
-		o(&c)
+	if err := c.apply(opts); err != nil {
+		return nil, err
 	}
 	if err := c.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", packetio.ErrInvalid, err)
+		return nil, err
 	}
 	if name == "" || strings.ContainsRune(name, 0) {
 		return nil, fmt.Errorf("%w: device name %q", packetio.ErrInvalid, name)
@@ -133,7 +136,59 @@ func openDevice(name string, opts []Option) (*Device, error) {
 		}
 		return nil, err
 	}
+	if err := d.startWatch(); err != nil {
+		if terr := d.teardown(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("undoing the open: %w", terr))
+		}
+		return nil, err
+	}
 	return d, nil
+}
+
+// startWatch starts the watcher of a port over a kernel interface, on the
+// thread Open runs on, which is in the interface's namespace.
+func (d *Device) startWatch() error {
+	if d.info.IfIndex == 0 {
+		return nil
+	}
+	w, err := newWatcher(d.info.IfIndex)
+	if err != nil {
+		return err
+	}
+	d.watch = w
+	mtu, err := w.mtu()
+	if err != nil {
+		return err
+	}
+	d.setMaxTxLen(mtu)
+	go w.run(WatchInterval, d.lost)
+	return nil
+}
+
+// setMaxTxLen bounds what Transmit takes by the link's MTU plus the
+// Ethernet header, and by what a frame holds.
+func (d *Device) setMaxTxLen(mtu int) {
+	d.caps.MaxTxLen = d.info.MaxPacket
+	if mtu > 0 {
+		d.caps.MaxTxLen = min(mtu+ethHeader, d.info.MaxPacket)
+	}
+	for _, q := range d.Tx {
+		q.maxLen = uint32(d.caps.MaxTxLen)
+	}
+}
+
+// ethHeader is the Ethernet header the MTU does not count.
+const ethHeader = 14
+
+// lost latches the loss of the interface into every queue.
+func (d *Device) lost(cause error) {
+	err := errGone(d.info.Name, d.info.IfIndex, cause)
+	for _, q := range d.Tx {
+		q.q.Fail(err)
+	}
+	for _, q := range d.Rx {
+		q.q.Fail(err)
+	}
 }
 
 // portSetup is what the steps of open share.
@@ -172,6 +227,11 @@ func (d *Device) open(name, driver string, c *config) error {
 		}
 	}
 	d.caps = ps.capabilities()
+	mtu, err := eal.MTU(ps.port)
+	if err != nil {
+		mtu = 0 // no MTU: bounded by the frame alone
+	}
+	d.setMaxTxLen(mtu)
 	return nil
 }
 
@@ -183,9 +243,12 @@ func (ps *portSetup) claimPort() error {
 		return fmt.Errorf("%w: already open in this process", packetio.ErrBusy)
 	}
 	if !found {
+		if err := checkIface(ps.name, ps.driver); err != nil {
+			return err
+		}
 		p, err := eal.Probe(ps.name, devName)
 		if err != nil {
-			return fmt.Errorf("opening: %w", err)
+			return probeErr(err)
 		}
 		port = p
 	}
@@ -193,6 +256,28 @@ func (ps *portSetup) claimPort() error {
 	ps.d.port, ps.d.owned = port, true
 	openPorts[port] = true
 	return nil
+}
+
+// probeErr gives a failed probe its sentinel. DPDK 22.11's drivers return
+// -1 (EPERM) for any failure of theirs, and the vdev bus EFAULT for a
+// driver it does not know, so the errno is read with that in mind.
+func probeErr(err error) error {
+	var ee *eal.Error
+	if !errors.As(err, &ee) {
+		return fmt.Errorf("opening: %w", err)
+	}
+	switch ee.Errno {
+	case unix.ENODEV, unix.ENOENT:
+		return fmt.Errorf("opening: %w: %w", packetio.ErrNoDevice, err)
+	case unix.EFAULT:
+		return fmt.Errorf("opening: no DPDK driver of that name is loaded (is its PMD installed?): %w: %w", packetio.ErrNoDevice, err)
+	case unix.EPERM:
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("opening: %w: %w", packetio.ErrPermission, err)
+		}
+		return fmt.Errorf("opening: the driver refused the device or its arguments (its log says why): %w: %w", packetio.ErrSetup, err)
+	}
+	return fmt.Errorf("opening: %w", err)
 }
 
 // checkPort reads what the port offers and refuses what it cannot do.
@@ -470,10 +555,16 @@ func (d *Device) teardown() error {
 // frame memory. It waits for a goroutine in Poll to leave the driver (and
 // wakes it). A second call returns nil.
 func (d *Device) Close() error {
+	if d == nil {
+		return errNil("close")
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed.Swap(true) {
 		return nil
+	}
+	if d.watch != nil {
+		d.watch.close()
 	}
 	// A poller holds its queue's lock while inside the driver: taking
 	// every lock waits it out, and it sees the device closed next time.
@@ -527,11 +618,60 @@ func (d *Device) inNS(fn func() error) error {
 	return fn()
 }
 
-// Capabilities reports what the port kept.
-func (d *Device) Capabilities() packetio.Capabilities { return d.caps }
+// Capabilities reports what the port kept; zero for a nil Device.
+func (d *Device) Capabilities() packetio.Capabilities {
+	if d == nil {
+		return packetio.Capabilities{}
+	}
+	return d.caps
+}
 
-// Info describes the open device.
-func (d *Device) Info() Info { return d.info }
+// Info describes the open device; zero for a nil Device.
+func (d *Device) Info() Info {
+	if d == nil {
+		return Info{}
+	}
+	return d.info
+}
+
+// NumTxQueues is the number of transmit queues; 0 for a nil Device.
+func (d *Device) NumTxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumTxQueues()
+}
+
+// NumRxQueues is the number of receive queues; 0 for a nil Device.
+func (d *Device) NumRxQueues() int {
+	if d == nil {
+		return 0
+	}
+	return d.Lists.NumRxQueues()
+}
+
+// TxQueue returns transmit queue i, or nil when i is out of range or d is
+// nil.
+func (d *Device) TxQueue(i int) packetio.TxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.TxQueue(i)
+}
+
+// RxQueue returns receive queue i, or nil when i is out of range or d is
+// nil.
+func (d *Device) RxQueue(i int) packetio.RxQueue {
+	if d == nil {
+		return nil
+	}
+	return d.Lists.RxQueue(i)
+}
+
+// errNil is what a method of a nil Device (a failed Open's) returns.
+func errNil(op string) error {
+	return packetio.NewOpError(op, backendName, "", packetio.NoQueue, fmt.Errorf("a nil *dpdk.Device (from a failed Open): %w", packetio.ErrClosed))
+}
 
 // PortCounters are a port's rte_eth_stats.
 type PortCounters struct {
@@ -546,6 +686,9 @@ type PortCounters struct {
 // PortStats returns the port's rte_eth_stats, the counters to believe for
 // what crossed the wire.
 func (d *Device) PortStats() (PortCounters, error) {
+	if d == nil {
+		return PortCounters{}, errNil("port stats")
+	}
 	ctlMu.Lock()
 	defer ctlMu.Unlock()
 	if d.closed.Load() {
@@ -561,6 +704,9 @@ func (d *Device) PortStats() (PortCounters, error) {
 // XStats returns the port's extended counters by name. It allocates; it is
 // for monitoring.
 func (d *Device) XStats() (map[string]uint64, error) {
+	if d == nil {
+		return nil, errNil("xstats")
+	}
 	ctlMu.Lock()
 	defer ctlMu.Unlock()
 	if d.closed.Load() {

@@ -40,6 +40,33 @@
 // sockets in the namespace of the thread that calls Open: to use an
 // interface inside a namespace, call Open from a thread switched into it.
 //
+// # Faults
+//
+// A port over a kernel interface (net_af_packet, net_af_xdp) runs one
+// watcher goroutine that asks the kernel every WatchInterval (100 ms)
+// whether the interface's index still exists; when it does not, every queue
+// latches packetio.ErrDeviceGone: Poll (blocked or not) returns it, Err
+// reports it with no other call, SendFunc returns (0, err), Transmit 0,
+// Stats stay readable. A link that goes down and up is not a loss: both
+// drivers carry frames again once it is up. Close stops the watcher.
+// Capabilities().MaxTxLen is the interface's MTU plus 14 (else the port's
+// rte_eth_dev_get_mtu), and Transmit refuses a longer descriptor up front,
+// counting it in TxStats.Refused. PCI ports have no watcher: a removed NIC
+// is not detected.
+//
+// # Memory after Close
+//
+// Close gives the memzone back to DPDK (rte_memzone_free): Region's methods
+// then return nil (NumFrames 0), but a slice taken from Bytes, Frame or
+// Writable before Close still points into it and must not be used. With
+// WithNoHuge the EAL's memory is one mapping made at start that is never
+// unmapped, so such a slice does not fault, but the memory is DPDK's again
+// and the next Open reuses it: a read sees another device's frames, a
+// write corrupts them. With hugepages DPDK may unmap the pages of a freed
+// memzone (it reserves their addresses PROT_NONE), and then any access
+// through such a slice is a SIGSEGV. The slices cannot be revoked, so drop
+// them before Close.
+//
 // # What the software drivers can do
 //
 // net_null, net_af_packet and net_af_xdp have no rte_flow engine: every

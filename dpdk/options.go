@@ -1,7 +1,10 @@
 package dpdk
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/packetio/packetio"
 )
@@ -109,30 +112,55 @@ func WithTSO() Option { return func(c *config) { c.tso, c.checksums = true, true
 
 func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 
+// check is one option's rule: the option as the caller wrote it and why
+// its value is refused, when bad.
+type check struct {
+	bad bool
+	opt string // e.g. "WithTxDepth(1000)"
+	why string
+}
+
+// validate refuses the first option whose value cannot work, naming it and
+// its value; every refusal matches packetio.ErrInvalid, except a steering
+// filter the backend cannot honour, which matches its own sentinel.
 func (c *config) validate() error {
-	switch {
-	case c.txQueues < 0 || c.rxQueues < 0:
-		return fmt.Errorf("negative queue count")
-	case c.txQueues == 0:
-		return fmt.Errorf("at least one transmit queue is needed")
-	case c.txQueues > MaxQueues || c.rxQueues > MaxQueues:
-		return fmt.Errorf("more than %d queues", MaxQueues)
-	case !pow2(c.txDepth) || !pow2(c.rxDepth) || c.txDepth > 1<<15 || c.rxDepth > 1<<15:
-		return fmt.Errorf("depths %d/%d are not powers of two up to 32768", c.txDepth, c.rxDepth)
-	case c.frameSize != 0 && (!pow2(c.frameSize) || c.frameSize < minFrameSize || c.frameSize > maxFrameSize):
-		return fmt.Errorf("frame size %d is not a power of two from %d to %d", c.frameSize, minFrameSize, maxFrameSize)
-	case c.frames != 0 && (!pow2(c.frames) || c.frames > maxFrames):
-		return fmt.Errorf("frames %d is not a power of two up to %d", c.frames, maxFrames)
-	case c.memory < 0:
-		return fmt.Errorf("negative memory")
+	for _, k := range []check{
+		{c.txQueues < 1 || c.txQueues > MaxQueues, fmt.Sprintf("WithTxQueues(%d)", c.txQueues), fmt.Sprintf("a device has 1 to %d transmit queues", MaxQueues)},
+		{c.rxQueues < 0 || c.rxQueues > MaxQueues, fmt.Sprintf("WithRxQueues(%d)", c.rxQueues), fmt.Sprintf("a device has 0 to %d receive queues", MaxQueues)},
+		{!pow2(c.txDepth) || c.txDepth > 1<<15, fmt.Sprintf("WithTxDepth(%d)", c.txDepth), "a depth is a power of two up to 32768"},
+		{!pow2(c.rxDepth) || c.rxDepth > 1<<15, fmt.Sprintf("WithRxDepth(%d)", c.rxDepth), "a depth is a power of two up to 32768"},
+		{c.frameSize != 0 && (!pow2(c.frameSize) || c.frameSize < minFrameSize || c.frameSize > maxFrameSize), fmt.Sprintf("WithFrameSize(%d)", c.frameSize), fmt.Sprintf("a frame size is a power of two from %d to %d", minFrameSize, maxFrameSize)},
+		{c.frames != 0 && (!pow2(c.frames) || c.frames > maxFrames), fmt.Sprintf("WithFrames(%d)", c.frames), fmt.Sprintf("a frame count is a power of two up to %d", maxFrames)},
+		{c.memory < 0, fmt.Sprintf("WithMemory(%d)", c.memory), "memory is a number of megabytes, 0 for the default"},
+		{strings.ContainsAny(c.filePrefix, "/\x00"), fmt.Sprintf("WithFilePrefix(%q)", c.filePrefix), "a file prefix names files: no slash or NUL"},
+		{strings.IndexByte(c.logLevel, 0) >= 0, fmt.Sprintf("WithLogLevel(%q)", c.logLevel), "an EAL argument cannot contain NUL"},
+		{slices.ContainsFunc(c.ealArgs, func(a string) bool { return strings.IndexByte(a, 0) >= 0 }), fmt.Sprintf("WithEALArgs(%q)", c.ealArgs), "an EAL argument cannot contain NUL"},
+	} {
+		if k.bad {
+			return fmt.Errorf("%s: %s: %w", k.opt, k.why, packetio.ErrInvalid)
+		}
 	}
 	if c.steering != nil {
 		if err := c.steering.Validate(); err != nil {
-			return err
+			if !errors.Is(err, packetio.ErrUnsupported) && !errors.Is(err, packetio.ErrInvalid) {
+				err = fmt.Errorf("%w: %w", packetio.ErrInvalid, err)
+			}
+			return fmt.Errorf("WithSteering(%v): %w", c.steering, err)
 		}
 		if len(c.steering.Match) > 0 && c.rxQueues == 0 {
-			return fmt.Errorf("steering needs a receive queue: %w", packetio.ErrUnsupported)
+			return fmt.Errorf("WithSteering(%v) with WithRxQueues(0): steering needs a receive queue: %w", c.steering, packetio.ErrUnsupported)
 		}
+	}
+	return nil
+}
+
+// apply applies opts to c, refusing a nil one.
+func (c *config) apply(opts []Option) error {
+	for i, o := range opts {
+		if o == nil {
+			return fmt.Errorf("option %d of %d is nil: %w", i+1, len(opts), packetio.ErrInvalid)
+		}
+		o(c)
 	}
 	return nil
 }

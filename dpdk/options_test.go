@@ -55,3 +55,16 @@ func TestFramesFor(t *testing.T) {
 		t.Fatal("explicit frames ignored")
 	}
 }
+
+// TestNilOptionIsRefused: a nil Option is ErrInvalid naming its position,
+// not a panic.
+func TestNilOptionIsRefused(t *testing.T) {
+	c := defaults()
+	err := c.apply([]Option{WithTxQueues(2), nil})
+	if !errors.Is(err, packetio.ErrInvalid) || err.Error() != "option 2 of 2 is nil: packetio: invalid argument" {
+		t.Fatalf("apply with a nil option: %v", err)
+	}
+	if c.txQueues != 2 {
+		t.Fatal("the options before the nil one were not applied")
+	}
+}

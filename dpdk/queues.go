@@ -15,7 +15,8 @@ import (
 )
 
 // region is the device's memzone as a packetio.Region. After Close it is
-// empty: the memory has gone back to DPDK.
+// empty: the memory has gone back to DPDK, and a slice taken before Close
+// must not be used (see "Memory after Close" in doc.go).
 type region struct{ d *Device }
 
 func (r region) bytes() []byte {
@@ -67,13 +68,15 @@ func opErr(d *Device, op string, i int, err error) error {
 
 // TxQueue is one transmit queue of a Device.
 type TxQueue struct {
-	d      *Device
-	index  int
-	q      *queue.Tx
-	mp     *eal.Mempool
-	pmd    *eal.Queue
-	closed atomic.Bool
-	drops  atomic.Uint64 // the mempool's drops, kept at Close
+	d       *Device
+	index   int
+	q       *queue.Tx
+	mp      *eal.Mempool
+	pmd     *eal.Queue
+	closed  atomic.Bool
+	drops   atomic.Uint64 // the mempool's drops, kept at Close
+	maxLen  uint32        // Capabilities().MaxTxLen
+	refused atomic.Uint64 // descriptors Transmit refused as too long
 }
 
 func (t *TxQueue) dead() bool { return t.closed.Load() || t.d.closed.Load() }
@@ -94,8 +97,23 @@ func (t *TxQueue) Transmit(descs []packetio.Desc) int {
 	if t.dead() {
 		return 0
 	}
-	n, _ := t.q.Transmit(descs)
+	k := t.fits(descs)
+	n, _ := t.q.Transmit(descs[:k])
+	if k < len(descs) && n == k {
+		t.refused.Add(1) // the prefix reached the one the link cannot carry
+	}
 	return n
+}
+
+// fits is how many descriptors from the first are no longer than the link
+// carries.
+func (t *TxQueue) fits(descs []packetio.Desc) int {
+	for i := range descs {
+		if descs[i].Len > t.maxLen {
+			return i
+		}
+	}
+	return len(descs)
 }
 
 // TransmitOffload is Transmit with checksum and segmentation metadata,
@@ -183,9 +201,9 @@ func (t *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		if l == 0 {
 			break
 		}
-		if l < 0 || l > len(frame) {
+		if l < 0 || l > len(frame) || uint32(l) > t.maxLen {
 			t.q.Free(d)
-			return 0, opErr(t.d, "send", t.index, fmt.Errorf("%w: build returned %d for a %d-byte frame", packetio.ErrBadLength, l, len(frame)))
+			return 0, t.badLength(l, len(frame))
 		}
 		d[i].Len = uint32(l)
 		n++
@@ -195,10 +213,19 @@ func (t *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 	return sent, opErr(t.d, "send", t.index, err)
 }
 
+// badLength is SendFunc's error for a build that returned l.
+func (t *TxQueue) badLength(l, room int) error {
+	if l > 0 && uint32(l) > t.maxLen && l <= room {
+		return opErr(t.d, "send", t.index, fmt.Errorf("%w: build returned %d, longer than the link carries (%d)", packetio.ErrBadLength, l, t.maxLen))
+	}
+	return opErr(t.d, "send", t.index, fmt.Errorf("%w: build returned %d for a %d-byte frame", packetio.ErrBadLength, l, room))
+}
+
 // Stats returns the queue's counters, with the mempool's and the port's
 // extended counters (prefixed "xstat_") in Backend.
 func (t *TxQueue) Stats() (packetio.TxStats, error) {
 	s := t.q.Stats()
+	s.Refused += t.refused.Load()
 	if t.dead() {
 		s.Backend["mempool_drops"] = t.drops.Load()
 		return s, nil

@@ -136,6 +136,15 @@ func Promiscuous(port uint16, on bool) error {
 	return eb.err("promiscuous", C.pio_promiscuous(C.uint16_t(port), v, eb.ptr()))
 }
 
+// MTU is rte_eth_dev_get_mtu: the MTU the port is configured with.
+func MTU(port uint16) (int, error) {
+	var m C.uint16_t
+	if rc := C.pio_get_mtu(C.uint16_t(port), &m); rc != 0 {
+		return 0, &Error{Op: "get_mtu", Errno: syscall.Errno(-rc)}
+	}
+	return int(m), nil
+}
+
 // Stats are rte_eth_stats.
 type Stats struct {
 	InPackets, OutPackets, InBytes, OutBytes, Missed, InErrors, OutErrors, NoBuffer uint64

@@ -281,6 +281,8 @@ int pio_promiscuous(uint16_t port, int on, char *err)
 	return rc;
 }
 
+int pio_get_mtu(uint16_t port, uint16_t *mtu) { return rte_eth_dev_get_mtu(port, mtu); }
+
 /* ---- memory ---- */
 
 void *pio_region_reserve(const char *name, size_t size, size_t align, int socket, char *err)

@@ -88,6 +88,7 @@ int pio_start(uint16_t port, char *err);
 int pio_stop(uint16_t port, char *err);
 int pio_close_remove(uint16_t port, char *err);
 int pio_promiscuous(uint16_t port, int on, char *err);
+int pio_get_mtu(uint16_t port, uint16_t *mtu);
 
 void *pio_region_reserve(const char *name, size_t size, size_t align, int socket, char *err);
 void pio_region_free(const char *name);

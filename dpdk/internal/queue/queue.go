@@ -120,6 +120,12 @@ func (c *core) Err() error {
 	return nil
 }
 
+// Fail latches err as the queue's failure, unless one is latched already:
+// every later call refuses work and Err returns it. err should wrap
+// packetio.ErrQueueFailed. Safe from any goroutine: the device's watcher
+// calls it when the interface goes away.
+func (c *core) Fail(err error) { c.dead.CompareAndSwap(nil, &err) }
+
 func (c *core) fail(format string, args ...any) {
 	err := fmt.Errorf("%s: %s: %w", c.cfg.Name, fmt.Sprintf(format, args...), packetio.ErrQueueFailed)
 	c.dead.CompareAndSwap(nil, &err)
