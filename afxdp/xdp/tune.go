@@ -271,7 +271,12 @@ func (t *hostTuning) restore() error {
 // Affinity returns the CPU each queue's worker is placed on, -1 where it is
 // left to the scheduler. A worker is locked there the first time its
 // goroutine drives the socket.
-func (f *Fleet) Affinity() []int { return append([]int(nil), f.tuning.cpus...) }
+func (f *Fleet) Affinity() []int {
+	if f == nil {
+		return nil
+	}
+	return append([]int(nil), f.tuning.cpus...)
+}
 
 // threadPins maps an OS thread to the CPU a socket pinned it to, for the
 // sockets of one fleet: a goroutine that drives several queues is pinned
