@@ -3,13 +3,8 @@
 package dpdk
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/vishvananda/netlink"
 
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/packetiotest"
@@ -49,72 +44,10 @@ func runFaults(t *testing.T, driver string, opts ...packetiotest.FaultOption) {
 			return d, nil
 		})
 		if driver == "net_af_xdp" {
-			e.Occupy = func() (func() error, func(), error) { return occupyXDP(e.Do, e.Iface) }
+			e.Occupy = e.OccupyXDP
 		}
 		return &e.FaultEnv
 	}, opts...)
-}
-
-// occupyXDP attaches an XDP program packetio does not own to iface, as
-// another tool would, and returns a check that it is still the one attached
-// and its removal.
-func occupyXDP(do func(func() error) error, iface string) (intact func() error, release func(), err error) {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "Dual BSD/GPL", Instructions: asm.Instructions{
-		asm.Mov.Imm(asm.R0, 2), // XDP_PASS
-		asm.Return(),
-	}})
-	if err != nil {
-		return nil, nil, err
-	}
-	info, err := prog.Info()
-	if err != nil {
-		prog.Close()
-		return nil, nil, err
-	}
-	id, _ := info.ID()
-	attached := func() (uint32, error) {
-		var got uint32
-		err := do(func() error {
-			l, err := netlink.LinkByName(iface)
-			if err != nil {
-				return err
-			}
-			if x := l.Attrs().Xdp; x != nil && x.Attached {
-				got = x.ProgId
-			}
-			return nil
-		})
-		return got, err
-	}
-	err = do(func() error {
-		l, err := netlink.LinkByName(iface)
-		if err != nil {
-			return err
-		}
-		return netlink.LinkSetXdpFd(l, prog.FD())
-	})
-	if err != nil {
-		prog.Close()
-		return nil, nil, err
-	}
-	intact = func() error {
-		got, err := attached()
-		if err == nil && got != uint32(id) {
-			err = fmt.Errorf("XDP program %d attached, want the foreign one, %d", got, id)
-		}
-		return err
-	}
-	release = func() {
-		do(func() error {
-			l, err := netlink.LinkByName(iface)
-			if err != nil {
-				return err
-			}
-			return netlink.LinkSetXdpFd(l, -1)
-		})
-		prog.Close()
-	}
-	return intact, release, nil
 }
 
 // TestFaultsAFPacket: net_af_packet shares its interface with every other
