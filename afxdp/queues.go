@@ -98,12 +98,16 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 	return q.s.TransmitWithMetadata(descs), nil
 }
 
-// Err is nil while the queue is open.
+// Err is nil while the queue is healthy. When the interface went away it
+// wraps packetio.ErrDeviceGone, when the transmit ring stopped moving
+// packetio.ErrWedged (both wrap ErrQueueFailed and stay); it asks the
+// socket (one system call), so it finds a lost device even when no other
+// call ran since.
 func (q *TxQueue) Err() error {
 	if q.closed.Load() {
 		return q.opErr("transmit", packetio.ErrClosed)
 	}
-	return nil
+	return q.opErr("transmit", q.s.Err())
 }
 
 // Complete returns completed frames to the pool. A frame of another queue
@@ -184,7 +188,11 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 		RingFull:    st.RingFull,
 		PoolEmpty:   st.PoolEmpty,
 		Errors:      st.KickErrors + k.TxInvalidDescs,
+		Refused:     st.TxRejected,
 		Backend: map[string]uint64{
+			"too_long":         st.TxTooLong,
+			"link_down":        st.LinkDown,
+			"wedged":           st.Wedged,
 			"kicks":            st.Kicks,
 			"kicks_suppressed": st.KicksSuppressed,
 			"kick_retries":     st.KickRetries,
@@ -288,12 +296,15 @@ func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
 	return descs, ts
 }
 
-// Err is nil while the queue is open.
+// Err is nil while the queue is healthy. When the interface went away it
+// wraps packetio.ErrDeviceGone (and ErrQueueFailed) from then on; it asks
+// the socket (one system call), so it finds a lost device even when no
+// other call ran since.
 func (q *RxQueue) Err() error {
 	if q.closed.Load() {
 		return q.opErr("receive", packetio.ErrClosed)
 	}
-	return nil
+	return q.opErr("receive", q.s.Err())
 }
 
 // Recycle returns received frames to the pool.
@@ -353,8 +364,10 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 	}, nil
 }
 
-// Close marks the queue closed; the socket closes with the device.
+// Close marks the queue closed and wakes every Poll blocked on it with
+// ErrClosed; the socket closes with the device.
 func (q *RxQueue) Close() error {
 	q.closed.Store(true)
+	q.s.CloseRx()
 	return nil
 }

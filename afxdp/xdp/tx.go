@@ -2,8 +2,11 @@ package xdp
 
 import (
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio"
 )
 
 // maxTxSegs is the longest chain one transmitted packet may have in copy
@@ -46,7 +49,9 @@ func (s *Socket) alloc(n int) []Desc {
 
 // Free returns frames to the transmit pool without sending them: frames
 // Alloc gave that will not be sent, or the suffix Transmit refused. A frame
-// the pool does not own is refused and counted in Stats().Rejected.
+// the pool does not own, and a zero descriptor (no frame is ever handed
+// out at address 0 with length 0), is refused and counted in
+// Stats().Rejected.
 func (s *Socket) Free(descs []Desc) {
 	if len(descs) == 0 || !s.enterTx() {
 		return
@@ -58,7 +63,7 @@ func (s *Socket) Free(descs []Desc) {
 func (s *Socket) free(descs []Desc) {
 	rejected := 0
 	for _, d := range descs {
-		if !s.t.pool.Push(s.umem.base(d.Addr)) {
+		if isZero(d) || !s.t.pool.Push(s.umem.base(d.Addr)) {
 			rejected++
 		}
 	}
@@ -107,14 +112,23 @@ func (s *Socket) TransmitNoKick(descs []Desc) int {
 	return s.transmit(descs, false, false)
 }
 
+// isZero reports whether d is the zero descriptor, which names no frame:
+// the socket never hands out address 0 (see makePools), so a caller that
+// passes it passes an unset descriptor.
+func isZero(d Desc) bool { return d.Addr == 0 && d.Len == 0 }
+
 // validTx reports whether d names 1+ bytes inside one frame, leaving the
-// metadata room in front of it.
+// metadata room in front of it, and no more than the link carries.
 func (s *Socket) validTx(d Desc) bool {
 	off := d.Addr & s.umem.mask
-	return d.Addr < uint64(len(s.umem.mem)) && d.Len != 0 && uint64(d.Len) <= uint64(s.frameSize)-off && off >= s.txHeadroom
+	return d.Addr < uint64(len(s.umem.mem)) && d.Len != 0 && uint64(d.Len) <= uint64(s.frameSize)-off && off >= s.txHeadroom &&
+		d.Len <= s.maxTxLen
 }
 
 func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
+	if s.failed.Load() != nil {
+		return 0
+	}
 	s.maybePin()
 	want := uint32(min(len(descs), int(s.t.ring.size)))
 	free := s.t.ring.free(want)
@@ -130,7 +144,7 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	for i := range n {
 		if !s.validTx(descs[i]) {
 			valid = i
-			s.t.st.rejected.Add(1)
+			s.refuse(descs[i])
 			break
 		}
 	}
@@ -138,15 +152,19 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	if s.multiBuffer {
 		// Only whole packets: cut back to the last descriptor that ends
 		// one, and refuse a chain longer than the kernel takes.
-		end, segs := 0, 0
+		end, segs, plen := 0, 0, uint64(0)
 		for i := range n {
 			segs++
-			if segs > maxTxSegs {
+			plen += uint64(descs[i].Len)
+			if segs > maxTxSegs || plen > uint64(s.maxTxLen) {
 				s.t.st.rejected.Add(1)
+				if plen > uint64(s.maxTxLen) {
+					s.t.st.tooLong.Add(1)
+				}
 				break
 			}
 			if descs[i].Options&unix.XDP_PKT_CONTD == 0 {
-				end, segs = i+1, 0
+				end, segs, plen = i+1, 0, 0
 			}
 		}
 		n = end
@@ -187,7 +205,7 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 func (s *Socket) kickNeeded() bool { return !s.needWakeup || s.t.ring.needsWakeup() }
 
 func (s *Socket) kickIfNeeded() {
-	if s.kickNeeded() {
+	if s.kickNeeded() || s.t.kickPending {
 		_ = s.kick()
 		return
 	}
@@ -246,24 +264,119 @@ func (s *Socket) kick() error {
 		s.t.st.kicks.Add(1)
 		switch e {
 		case 0:
+			s.kicked(false)
 			return nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
 			if retries >= s.t.kickRetryBound || s.t.comp.ready() >= s.t.comp.size {
 				s.t.st.kickGaveUp.Add(1)
-				return nil
+				return s.kicked(true)
 			}
 			retries++
 			s.t.st.kickRetries.Add(1)
 		case unix.EBUSY, unix.ENOBUFS:
-			// The device queue is busy: back-pressure, not an error.
+			// The device queue is busy, or it dropped the frame at the
+			// head of the ring (NET_XMIT_DROP, which the kernel consumed
+			// and completes): back-pressure, not an error. What stays on
+			// the ring moves only with another kick.
 			s.t.st.kickBusy.Add(1)
-			return nil
+			return s.kicked(true)
+		case unix.ENETDOWN:
+			// The link is down: the kernel takes nothing until it comes
+			// back up, then the next kick sends what waits. Not a wedge.
+			s.t.st.kickErrors.Add(1)
+			s.t.st.linkDown.Add(1)
+			s.t.kickPending = true
+			s.t.wedge.reset()
+			return s.opErr("kick", e)
+		case unix.ENXIO:
+			// The kernel unbound the socket: its device is gone.
+			s.t.st.kickErrors.Add(1)
+			return s.fail("kick", errGone(e))
 		default:
 			s.t.st.kickErrors.Add(1)
 			return s.opErr("kick", e)
 		}
+	}
+}
+
+// kicked follows a kick the kernel answered: when it left descriptors on
+// the ring after back-pressure (left), the next call kicks again instead of
+// waiting for a new batch; and a ring that holds descriptors while kick
+// after kick moves none for wedgeAfter (with room on the completion ring,
+// so the caller's unread completions are not the cause) is wedged: the
+// socket fails with ErrWedged. It costs a clock read only on a kick that
+// found the ring where the last one left it.
+func (s *Socket) kicked(left bool) error {
+	out := s.t.ring.outstanding()
+	s.t.kickPending = left && out > 0
+	if out == 0 {
+		s.t.wedge.reset()
+		return nil
+	}
+	if !s.t.wedge.observe(s.t.ring.consumer.Load(), time.Now) {
+		return nil
+	}
+	held := s.t.st.transmitted.Load() - s.t.st.completed.Load() - uint64(out)
+	if held >= uint64(s.t.comp.size) {
+		s.t.wedge.reset() // the caller does not complete: back-pressure
+		return nil
+	}
+	s.t.st.wedged.Add(1)
+	return s.fail("kick", fmt.Errorf("%w: %d descriptors on the transmit ring, none taken for %v of kicks", packetio.ErrWedged, out, wedgeAfter))
+}
+
+// wedgeAfter is how long kicks may find a transmit ring that holds
+// descriptors unmoved before the ring counts as wedged: far longer than
+// any busy link keeps a queue stopped.
+const wedgeAfter = time.Second
+
+// wedgeWatch follows the transmit ring's consumer index across kicks.
+type wedgeWatch struct {
+	cons     uint32    // the index the last kick found
+	watching bool      // cons is set
+	since    time.Time // when a kick first found cons unmoved; zero: not yet
+}
+
+// observe records a kick that found the ring's consumer at cons with
+// descriptors waiting, and reports whether it has not moved for wedgeAfter.
+// now is called only when cons has not moved.
+func (w *wedgeWatch) observe(cons uint32, now func() time.Time) bool {
+	if !w.watching || cons != w.cons {
+		*w = wedgeWatch{cons: cons, watching: true}
+		return false
+	}
+	t := now()
+	if w.since.IsZero() {
+		w.since = t
+		return false
+	}
+	return t.Sub(w.since) >= wedgeAfter
+}
+
+// reset forgets what the watch saw: the ring emptied, or stopped for a
+// reason that is not a wedge.
+func (w *wedgeWatch) reset() { *w = wedgeWatch{} }
+
+// retryKick kicks when the last kick left descriptors behind: called by
+// the calls a transmit loop makes between batches (Complete,
+// CompleteInto, NumCompleted), so the last batch of a burst is not
+// stranded behind a frame the device dropped.
+func (s *Socket) retryKick() {
+	if s.t.kickPending {
+		s.t.kickPending = false
+		if s.t.ring.outstanding() > 0 {
+			_ = s.kick()
+		}
+	}
+}
+
+// refuse counts a descriptor Transmit turned away.
+func (s *Socket) refuse(d Desc) {
+	s.t.st.rejected.Add(1)
+	if d.Len > s.maxTxLen {
+		s.t.st.tooLong.Add(1)
 	}
 }
 
@@ -282,6 +395,7 @@ func (s *Socket) Complete(max int) int {
 }
 
 func (s *Socket) complete(max int) int {
+	s.retryKick()
 	n := s.t.comp.avail(uint32(min(max, int(s.t.comp.size))))
 	if n == 0 {
 		return 0
@@ -326,6 +440,7 @@ func (s *Socket) CompleteInto(max int, out []uint64) []uint64 {
 		return out
 	}
 	defer s.exitTx()
+	s.retryKick()
 	n := s.t.comp.avail(uint32(min(max, int(s.t.comp.size))))
 	for i := range n {
 		out = append(out, s.t.comp.get(i))
@@ -344,6 +459,7 @@ func (s *Socket) NumCompleted() int {
 		return 0
 	}
 	defer s.exitTx()
+	s.retryKick()
 	return int(s.t.comp.ready())
 }
 
@@ -396,6 +512,9 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
+	if f := s.failed.Load(); f != nil {
+		return 0, f.err
+	}
 	if count <= 0 {
 		return 0, nil
 	}
@@ -423,6 +542,11 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 		if l < 0 || l > len(frame) {
 			s.free(descs)
 			return 0, s.opErr("send", fmt.Errorf("build returned length %d for a %d-byte frame: %w", l, len(frame), ErrBadLength))
+		}
+		if l > int(s.maxTxLen) {
+			s.free(descs)
+			s.t.st.tooLong.Add(1)
+			return 0, s.opErr("send", fmt.Errorf("build returned length %d, longer than the link carries (%d: MTU, Ethernet and VLAN header): %w", l, s.maxTxLen, ErrBadLength))
 		}
 		descs[i].Len = uint32(l)
 	}
@@ -454,6 +578,8 @@ func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
 		switch {
 		case len(p) == 0:
 			return 0, s.opErr("send", fmt.Errorf("payload %d is empty: %w", i, ErrBadLength))
+		case len(p) > int(s.maxTxLen):
+			return 0, s.opErr("send", fmt.Errorf("payload %d is %d bytes, the link carries %d: %w", i, len(p), s.maxTxLen, ErrBadLength))
 		case !s.multiBuffer && len(p) > room:
 			return 0, s.opErr("send", fmt.Errorf("payload %d is %d bytes, a frame holds %d (WithMultiBuffer splits it): %w", i, len(p), room, ErrBadLength))
 		case s.multiBuffer && len(p) > room*maxTxSegs:
@@ -473,6 +599,9 @@ func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
 		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
+	if f := s.failed.Load(); f != nil {
+		return 0, f.err
+	}
 	s.complete(int(s.t.comp.size))
 	need := 0
 	pkts := 0
