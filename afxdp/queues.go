@@ -34,8 +34,9 @@ func (q *TxQueue) opErr(op string, err error) error {
 	return packetio.NewOpError(op, backendName, q.d.name, q.index, err)
 }
 
-// Region is the device's frame memory.
-func (q *TxQueue) Region() packetio.Region { return q.reg }
+// Region is the device's frame memory. After the device closes its
+// methods return nil; a slice taken before reads zeros and never faults.
+func (q *TxQueue) Region() packetio.Region { return q.reg.of(q.s) }
 
 // Alloc takes up to n frames from the queue's pool, never more than the
 // transmit ring has room for.
@@ -237,7 +238,7 @@ func (q *RxQueue) opErr(op string, err error) error {
 }
 
 // Region is the device's frame memory.
-func (q *RxQueue) Region() packetio.Region { return q.reg }
+func (q *RxQueue) Region() packetio.Region { return q.reg.of(q.s) }
 
 // Fill posts up to n frames to the fill ring, and wakes the driver if it
 // parked (one atomic load when it did not; counted in

@@ -582,6 +582,10 @@ func enterOn(ops *atomic.Int64, closing *atomic.Bool) bool {
 // busy reports whether any call is in progress.
 func (s *Socket) busy() bool { return s.ops.Load()+s.r.ops.Load()+s.t.ops.Load() != 0 }
 
+// Closed reports whether Close has begun: the socket's frames are gone
+// (a slice taken before reads zeros). One atomic load.
+func (s *Socket) Closed() bool { return s.closing.Load() }
+
 // FD is the socket's file descriptor, for registering it in an XSKMAP.
 func (s *Socket) FD() int { return s.fd }
 
@@ -624,7 +628,8 @@ func (s *Socket) GetFrame(d Desc) []byte { return s.umem.span(d.Addr, d.Len) }
 // progress, then closes the socket and unmaps its rings (and the UMEM, when
 // no other socket shares it). Every method afterwards returns zero or
 // ErrClosed. It is idempotent and safe from any goroutine. Frame slices
-// taken earlier are invalid afterwards.
+// taken earlier no longer name frames, but stay safe to touch: the memory
+// under them reads zeros (see umem.release).
 func (s *Socket) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
