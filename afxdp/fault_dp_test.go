@@ -279,6 +279,18 @@ func TestFaultLinkDownUp(t *testing.T) {
 			if err := tx.Err(); err != nil {
 				t.Errorf("Err after up: %v", err)
 			}
+			// The receive side of the link that went down and up
+			// receives again.
+			if err := txd.RxQueue(0).Err(); err != nil {
+				t.Errorf("rx Err after up: %v", err)
+			}
+			back, err := rxd.TxQueue(0).SendFunc(16, func(i int, frame []byte) int { return faultFrame(frame, 500+uint32(i), 64) })
+			if err != nil || back != 16 {
+				t.Fatalf("SendFunc back: %d, %v", back, err)
+			}
+			if got := countRx(txd, back, 2*time.Second); got != back {
+				t.Errorf("the queue that went down and up received %d of %d", got, back)
+			}
 		})
 	}
 }

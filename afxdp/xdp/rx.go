@@ -152,7 +152,11 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 			break
 		}
 		if wait > 0 || timeout == 0 {
-			// An empty wait: ask whether the device is still there.
+			// An empty wait: has a kick, or Err, found the device
+			// gone meanwhile? Else ask the kernel, now and then.
+			if f := s.failed.Load(); f != nil {
+				return 0, f.err
+			}
 			if err := s.probeIdle(); err != nil {
 				return 0, err
 			}

@@ -76,10 +76,12 @@ func (s *Socket) free(descs []Desc) {
 // took: the longest prefix that fits the ring, is valid, and (with
 // WithMultiBuffer) ends on a whole packet. A descriptor must name 1 or more
 // bytes inside one frame of the UMEM (past the metadata room with
-// WithTxMetadata); the first that does not ends the prefix and is counted
-// in Stats().Rejected. The frames belong to the kernel until Complete.
-// Transmit kicks the kernel when it must (without need-wakeup, or when the
-// ring flag asks); Stats counts kicks and the kicks it saved.
+// WithTxMetadata), and a packet no more than MaxTxLen; the first that does
+// not ends the prefix and is counted in Stats().Rejected (and TxTooLong).
+// The frames belong to the kernel until Complete. Transmit kicks the kernel
+// when it must (without need-wakeup, or when the ring flag asks, or when
+// the last kick left descriptors behind); Stats counts kicks and the kicks
+// it saved. Once the socket failed (Err) it takes nothing.
 func (s *Socket) Transmit(descs []Desc) int {
 	if len(descs) == 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return 0
