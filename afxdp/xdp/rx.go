@@ -125,8 +125,8 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if s.rxStopped.Load() {
 		return 0, s.opErr("poll", ErrClosed)
 	}
-	if f := s.failed.Load(); f != nil {
-		return 0, f.err
+	if err := s.failure("poll"); err != nil {
+		return 0, err
 	}
 	s.maybePin()
 	if n := s.r.ring.ready(); n > 0 {
@@ -145,7 +145,15 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			return 0, s.opErr("poll", err)
 		}
-		if fds[1].Revents != 0 || s.closing.Load() || s.rxStopped.Load() {
+		if s.closing.Load() || s.rxStopped.Load() {
+			return 0, s.opErr("poll", ErrClosed)
+		}
+		if fds[1].Revents != 0 {
+			// Woken by a failure a kick or Err latched, or by a Close
+			// that has not set closing yet.
+			if err := s.failure("poll"); err != nil {
+				return 0, err
+			}
 			return 0, s.opErr("poll", ErrClosed)
 		}
 		if k > 0 && fds[0].Revents != 0 {
@@ -154,8 +162,8 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 		if wait > 0 || timeout == 0 {
 			// An empty wait: has a kick, or Err, found the device
 			// gone meanwhile? Else ask the kernel, now and then.
-			if f := s.failed.Load(); f != nil {
-				return 0, f.err
+			if err := s.failure("poll"); err != nil {
+				return 0, err
 			}
 			if err := s.probeIdle(); err != nil {
 				return 0, err
@@ -169,7 +177,8 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 }
 
 // probeEvery bounds how long Poll waits without asking the kernel whether
-// the socket's device is still there.
+// the socket's device is still there. A failure found elsewhere (a kick,
+// Err) wakes Poll at once.
 const probeEvery = 250 * time.Millisecond
 
 // pollSlice is how long Poll's next ppoll waits: what is left of timeout
@@ -195,7 +204,7 @@ func pollSlice(timeout time.Duration, deadline time.Time) (wait time.Duration, l
 func (s *Socket) probeIdle() error {
 	now, last := int64(time.Since(s.epoch)), s.r.probed.Load()
 	if now-last < int64(probeEvery) || !s.r.probed.CompareAndSwap(last, now) {
-		return nil
+		return s.failure("poll") // another Poll asks, or just asked
 	}
 	return s.probe("poll")
 }

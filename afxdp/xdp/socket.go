@@ -420,23 +420,32 @@ func linkMaxTxLen(ifindex, frameSize int) uint32 {
 // Stats().TxTooLong) because the kernel would consume and drop it.
 func (s *Socket) MaxTxLen() int { return int(s.maxTxLen) }
 
-// failure is a latched permanent error.
-type failure struct{ err error }
+// failure is a latched permanent error: its cause, which each call that
+// reports it wraps with its own operation.
+type failure struct{ cause error }
 
-// fail latches err as the socket's permanent failure unless one is
-// already latched, and returns the one that stands.
-func (s *Socket) fail(op string, err error) error {
-	f := &failure{err: s.opErr(op, err)}
-	if s.failed.CompareAndSwap(nil, f) {
-		return f.err
+// fail latches cause as the socket's permanent failure unless one is
+// already latched, and returns the one that stands as op's error.
+func (s *Socket) fail(op string, cause error) error {
+	if s.failed.CompareAndSwap(nil, &failure{cause: cause}) {
+		s.wakePoll()
 	}
-	return s.failed.Load().err
+	return s.failure(op)
 }
 
-// failure returns the latched failure, nil while the socket is healthy.
-func (s *Socket) failure() error {
+// wakePoll wakes every Poll blocked on the socket, through the eventfd it
+// also waits on. Each woken Poll tells why (Close, CloseRx, a failure);
+// the eventfd stays readable, so no later Poll blocks.
+func (s *Socket) wakePoll() {
+	var one = [8]byte{1}
+	_, _ = unix.Write(s.efd, one[:])
+}
+
+// failure returns the latched failure as op's error, nil while the
+// socket is healthy. It allocates only when there is one.
+func (s *Socket) failure(op string) error {
 	if f := s.failed.Load(); f != nil {
-		return f.err
+		return s.opErr(op, f.cause)
 	}
 	return nil
 }
@@ -454,13 +463,13 @@ func errGone(no unix.Errno) error {
 // system call; never on a per-packet path (Err, and Poll wake-ups at most
 // every probeEvery).
 func (s *Socket) probe(op string) error {
-	if err := s.failure(); err != nil {
+	if err := s.failure(op); err != nil {
 		return err
 	}
 	v, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	switch {
 	case err != nil || v == 0:
-		return s.failure()
+		return s.failure(op)
 	case unix.Errno(v) == unix.ENETDOWN:
 		return s.fail(op, errGone(unix.ENETDOWN))
 	default:
@@ -490,8 +499,7 @@ func (s *Socket) CloseRx() {
 		return
 	}
 	defer s.exit()
-	var one = [8]byte{1}
-	_, _ = unix.Write(s.efd, one[:])
+	s.wakePoll()
 }
 
 // ifaceName is the name of the interface with index ifindex, for errors;
@@ -636,8 +644,7 @@ func (s *Socket) Close() error {
 	if s.closing.Swap(true) {
 		return nil
 	}
-	var one = [8]byte{1}
-	_, _ = unix.Write(s.efd, one[:])
+	s.wakePoll()
 	for s.busy() {
 		time.Sleep(50 * time.Microsecond)
 	}

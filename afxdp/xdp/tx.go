@@ -514,8 +514,8 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
-	if f := s.failed.Load(); f != nil {
-		return 0, f.err
+	if err := s.failure("send"); err != nil {
+		return 0, err
 	}
 	if count <= 0 {
 		return 0, nil
@@ -601,8 +601,8 @@ func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
 		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
-	if f := s.failed.Load(); f != nil {
-		return 0, f.err
+	if err := s.failure("send"); err != nil {
+		return 0, err
 	}
 	s.complete(int(s.t.comp.size))
 	need := 0
