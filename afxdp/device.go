@@ -96,9 +96,9 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 			d.Rx = append(d.Rx, &RxQueue{d: d, s: s, index: i, reg: reg})
 		}
 	}
-	maxPkt := 0
+	maxPkt, maxTx := 0, 0
 	if len(fleet.Sockets()) > 0 {
-		maxPkt = fleet.Sockets()[0].MaxPacket()
+		maxPkt, maxTx = fleet.Sockets()[0].MaxPacket(), fleet.Sockets()[0].MaxTxLen()
 		if c.txOnly {
 			maxPkt = info.FrameSize
 		}
@@ -115,6 +115,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		SharedRegion:      shared != nil,
 		HandsBackFrames:   true,
 		MaxFrameSize:      maxPkt,
+		MaxTxLen:          maxTx,
 		MaxQueues:         min(xdp.MaxQueues, info.QueuesTotal),
 	}
 	return d, nil

@@ -34,8 +34,9 @@ func (q *TxQueue) opErr(op string, err error) error {
 	return packetio.NewOpError(op, backendName, q.d.name, q.index, err)
 }
 
-// Region is the device's frame memory.
-func (q *TxQueue) Region() packetio.Region { return q.reg }
+// Region is the device's frame memory. After the device closes its
+// methods return nil; a slice taken before reads zeros and never faults.
+func (q *TxQueue) Region() packetio.Region { return q.reg.of(q.s) }
 
 // Alloc takes up to n frames from the queue's pool, never more than the
 // transmit ring has room for.
@@ -98,12 +99,16 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 	return q.s.TransmitWithMetadata(descs), nil
 }
 
-// Err is nil while the queue is open.
+// Err is nil while the queue is healthy. When the interface went away it
+// wraps packetio.ErrDeviceGone, when the transmit ring stopped moving
+// packetio.ErrWedged (both wrap ErrQueueFailed and stay); it asks the
+// socket (one system call), so it finds a lost device even when no other
+// call ran since.
 func (q *TxQueue) Err() error {
 	if q.closed.Load() {
 		return q.opErr("transmit", packetio.ErrClosed)
 	}
-	return nil
+	return q.opErr("transmit", errOrMisuse(q.s))
 }
 
 // Complete returns completed frames to the pool. A frame of another queue
@@ -184,7 +189,11 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 		RingFull:    st.RingFull,
 		PoolEmpty:   st.PoolEmpty,
 		Errors:      st.KickErrors + k.TxInvalidDescs,
+		Refused:     st.TxRejected,
 		Backend: map[string]uint64{
+			"too_long":         st.TxTooLong,
+			"link_down":        st.LinkDown,
+			"wedged":           st.Wedged,
 			"kicks":            st.Kicks,
 			"kicks_suppressed": st.KicksSuppressed,
 			"kick_retries":     st.KickRetries,
@@ -229,7 +238,7 @@ func (q *RxQueue) opErr(op string, err error) error {
 }
 
 // Region is the device's frame memory.
-func (q *RxQueue) Region() packetio.Region { return q.reg }
+func (q *RxQueue) Region() packetio.Region { return q.reg.of(q.s) }
 
 // Fill posts up to n frames to the fill ring, and wakes the driver if it
 // parked (one atomic load when it did not; counted in
@@ -288,12 +297,25 @@ func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
 	return descs, ts
 }
 
-// Err is nil while the queue is open.
+// Err is nil while the queue is healthy. When the interface went away it
+// wraps packetio.ErrDeviceGone (and ErrQueueFailed) from then on; it asks
+// the socket (one system call), so it finds a lost device even when no
+// other call ran since.
 func (q *RxQueue) Err() error {
 	if q.closed.Load() {
 		return q.opErr("receive", packetio.ErrClosed)
 	}
-	return nil
+	return q.opErr("receive", errOrMisuse(q.s))
+}
+
+// errOrMisuse is the socket's failure, or else the first frame it refused
+// for not being the caller's (recorded only in packetio_checked builds,
+// where it matches packetio.ErrNotOwned; the queue keeps working).
+func errOrMisuse(s *xdp.Socket) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return s.Misuse()
 }
 
 // Recycle returns received frames to the pool.
@@ -353,8 +375,10 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 	}, nil
 }
 
-// Close marks the queue closed; the socket closes with the device.
+// Close marks the queue closed and wakes every Poll blocked on it with
+// ErrClosed; the socket closes with the device.
 func (q *RxQueue) Close() error {
 	q.closed.Store(true)
+	q.s.CloseRx()
 	return nil
 }

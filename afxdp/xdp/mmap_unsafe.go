@@ -57,3 +57,22 @@ func offsetIn(mem, b []byte) (uint64, bool) {
 	}
 	return uint64(p - base), true
 }
+
+// remapZero replaces the mapping b in place with fresh private anonymous
+// memory of the same size (mmap MAP_FIXED over it): its pages are freed,
+// and the range reads as zeros until unmapped. See umem.release.
+func remapZero(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	r, _, e := unix.Syscall6(unix.SYS_MMAP, addr, uintptr(len(b)), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE, ^uintptr(0), 0)
+	if e != 0 {
+		return e
+	}
+	if r != addr {
+		return fmt.Errorf("mmap MAP_FIXED moved the range from %#x to %#x", addr, r)
+	}
+	return nil
+}

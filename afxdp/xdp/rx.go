@@ -21,6 +21,9 @@ func (s *Socket) Fill(n int) int {
 		return 0
 	}
 	defer s.exitRx()
+	if s.failed.Load() != nil {
+		return 0
+	}
 	want := uint32(min(n, s.r.pool.Len()))
 	if want == 0 {
 		if s.r.pool.Len() == 0 {
@@ -62,6 +65,8 @@ func (s *Socket) WakeupRx() error {
 	switch e := wakeRx(s.fd); e {
 	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY:
 		return nil
+	case unix.ENXIO:
+		return s.fail("wake rx", errGone(e))
 	default:
 		return s.opErr("wake rx", e)
 	}
@@ -105,8 +110,11 @@ func (s *Socket) FreeRxFrames() int {
 // ready count. A negative timeout waits until a packet arrives or Close; a
 // zero one does not sleep but still makes the system call, which is what
 // wakes a parked driver. It returns at once, with no system call, when
-// packets are already waiting. Close wakes it with an error wrapping
-// ErrClosed.
+// packets are already waiting. Close (or CloseRx) wakes it with an error
+// wrapping ErrClosed. When the device goes away it returns, within
+// probeEvery, an error wrapping packetio.ErrDeviceGone (the kernel wakes no
+// poll for that: a wait is cut into slices of probeEvery and the socket
+// asked after each empty one), and so does every call after.
 func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if s.r.ring.ents == nil {
 		return 0, s.opErr("poll", fmt.Errorf("the socket has no receive ring: %w", ErrUnsupported))
@@ -115,6 +123,12 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 		return 0, s.opErr("poll", ErrClosed)
 	}
 	defer s.exitRx()
+	if s.rxStopped.Load() {
+		return 0, s.opErr("poll", ErrClosed)
+	}
+	if err := s.failure("poll"); err != nil {
+		return 0, err
+	}
 	s.maybePin()
 	if n := s.r.ring.ready(); n > 0 {
 		return int(n), nil
@@ -125,32 +139,75 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 		deadline = time.Now().Add(timeout)
 	}
 	for {
-		var ts *unix.Timespec
-		if timeout >= 0 {
-			left := time.Duration(0)
-			if timeout > 0 {
-				left = max(time.Until(deadline), 0)
-			}
-			t := unix.NsecToTimespec(left.Nanoseconds())
-			ts = &t
-		}
+		wait, last := pollSlice(timeout, deadline)
+		t := unix.NsecToTimespec(wait.Nanoseconds())
 		s.r.st.polls.Add(1)
-		_, err := unix.Ppoll(fds[:], ts, nil)
-		if errors.Is(err, unix.EINTR) {
-			if timeout > 0 && time.Now().After(deadline) {
-				break
-			}
-			continue
-		}
-		if err != nil {
+		k, err := unix.Ppoll(fds[:], &t, nil)
+		if err != nil && !errors.Is(err, unix.EINTR) {
 			return 0, s.opErr("poll", err)
 		}
-		break
-	}
-	if fds[1].Revents != 0 || s.closing.Load() {
-		return 0, s.opErr("poll", ErrClosed)
+		if s.closing.Load() || s.rxStopped.Load() {
+			return 0, s.opErr("poll", ErrClosed)
+		}
+		if fds[1].Revents != 0 {
+			// Woken by a failure a kick or Err latched, or by a Close
+			// that has not set closing yet.
+			if err := s.failure("poll"); err != nil {
+				return 0, err
+			}
+			return 0, s.opErr("poll", ErrClosed)
+		}
+		if k > 0 && fds[0].Revents != 0 {
+			break
+		}
+		if wait > 0 || timeout == 0 {
+			// An empty wait: has a kick, or Err, found the device
+			// gone meanwhile? Else ask the kernel, now and then.
+			if err := s.failure("poll"); err != nil {
+				return 0, err
+			}
+			if err := s.probeIdle(); err != nil {
+				return 0, err
+			}
+		}
+		if last {
+			break
+		}
 	}
 	return int(s.r.ring.ready()), nil
+}
+
+// probeEvery bounds how long Poll waits without asking the kernel whether
+// the socket's device is still there. A failure found elsewhere (a kick,
+// Err) wakes Poll at once.
+const probeEvery = 250 * time.Millisecond
+
+// pollSlice is how long Poll's next ppoll waits: what is left of timeout
+// (none for 0, forever for a negative one), at most probeEvery; last is
+// true when the wait ends the call.
+func pollSlice(timeout time.Duration, deadline time.Time) (wait time.Duration, last bool) {
+	switch {
+	case timeout == 0:
+		return 0, true
+	case timeout < 0:
+		return probeEvery, false
+	}
+	left := max(time.Until(deadline), 0)
+	if left <= probeEvery {
+		return left, true
+	}
+	return probeEvery, false
+}
+
+// probeIdle asks the kernel whether the socket still stands (SO_ERROR,
+// one system call) after Poll waited for nothing, at most once per
+// probeEvery, so a loop of zero-timeout polls pays it rarely.
+func (s *Socket) probeIdle() error {
+	now, last := int64(time.Since(s.epoch)), s.r.probed.Load()
+	if now-last < int64(probeEvery) || !s.r.probed.CompareAndSwap(last, now) {
+		return s.failure("poll") // another Poll asks, or just asked
+	}
+	return s.probe("poll")
 }
 
 // Receive takes up to max received descriptors off the rx ring. From now
@@ -244,8 +301,9 @@ func (s *Socket) Stamp(d Desc) (uint64, int) {
 }
 
 // Recycle returns received frames to the receive pool. A frame the pool
-// does not own (another socket's, a transmit frame) is refused and counted
-// in Stats().Rejected; pass it to its owner instead.
+// does not own (another socket's, a transmit frame) and a zero descriptor
+// are refused and counted in Stats().Rejected; pass the frame to its owner
+// instead.
 func (s *Socket) Recycle(descs []Desc) {
 	if len(descs) == 0 || !s.enterRx() {
 		return

@@ -78,6 +78,14 @@ type Socket struct {
 	closing atomic.Bool
 	closeMu sync.Mutex
 
+	// failed latches the first permanent failure (the device went away,
+	// the transmit ring wedged): Err reports it and the data calls stop.
+	// It is read once per call, never per packet.
+	failed    atomic.Pointer[failure]
+	rxStopped atomic.Bool // CloseRx ran: Poll answers ErrClosed
+	maxTxLen  uint32      // the longest packet the link carries, from its MTU at open
+	epoch     time.Time   // when the socket opened: the origin of rxHalf.probed
+
 	r rxHalf
 	t txHalf
 }
@@ -103,6 +111,8 @@ type rxHalf struct {
 	nheld int
 	whole []Desc // ReceiveWhole's result
 
+	probed atomic.Int64 // when Poll last asked whether the device is there, since epoch
+
 	ops atomic.Int64 // receive calls in progress, for Close
 	st  rxCounters
 	_   cpu.CacheLinePad
@@ -116,6 +126,8 @@ type txHalf struct {
 	pool           *pool.Frames
 	budget         int // descriptors one kick moves in copy mode
 	kickRetryBound int
+	kickPending    bool // the last kick left work behind (EBUSY, EAGAIN): the next call kicks again
+	wedge          wedgeWatch
 
 	// Scratch, reused by every call.
 	addrs []uint64
@@ -144,6 +156,7 @@ type txCounters struct {
 	ringFull, poolEmpty, rejected       atomic.Uint64
 	foreign                             atomic.Uint64
 	txBytes                             atomic.Uint64
+	tooLong, wedged, linkDown           atomic.Uint64
 	sendReq, sendGot                    atomic.Uint64
 	inflightHigh                        atomic.Uint64
 	compBatches                         atomic.Uint64
@@ -194,6 +207,8 @@ func openSocket(sp socketSpec) (*Socket, error) {
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
 		multiBuffer: c.multiBuf, stamps: c.stamps, txMeta: c.txMeta, reuseRx: c.reuseRx,
 		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1, pins: new(threadPins)}
+	s.maxTxLen = linkMaxTxLen(sp.ifindex, g.frameSize)
+	s.epoch = time.Now()
 	for _, step := range []func(socketSpec) (string, error){
 		s.openFDs,
 		s.attachUMEM,
@@ -306,7 +321,13 @@ func (s *Socket) makePools(sp socketSpec) (string, error) {
 	if s.r.pool, err = pool.New(sp.first, rxFrames, g.frameSize); err != nil {
 		return "receive pool", err
 	}
-	if s.t.pool, err = pool.New(sp.first+rxFrames, g.txFrames, g.frameSize); err != nil {
+	txFirst, txFrames := sp.first+rxFrames, g.txFrames
+	if txFirst == 0 && g.txHeadroom == 0 && txFrames > 1 {
+		// Alloc would hand out frame 0 as the zero descriptor, which
+		// Free and Recycle must refuse as unset: leave that frame unused.
+		txFirst, txFrames = 1, txFrames-1
+	}
+	if s.t.pool, err = pool.New(txFirst, txFrames, g.frameSize); err != nil {
 		return "transmit pool", err
 	}
 	s.r.addrs = make([]uint64, 0, max(g.fill, 64))
@@ -371,6 +392,114 @@ func (s *Socket) setSocketOptions(sp socketSpec) (string, error) {
 	}
 	s.t.kickRetryBound = g.tx/s.t.budget + 8
 	return "", nil
+}
+
+// The link-layer overhead a link carries on top of its MTU: the kernel
+// forwards (is_skb_forwardable, which veth applies to every frame) up to
+// mtu + hard_header_len + VLAN_HLEN bytes and drops anything longer, which
+// in copy mode the socket sees as a consumed frame and EBUSY.
+const (
+	ethHeaderLen  = 14
+	vlanHeaderLen = 4
+)
+
+// linkMaxTxLen is the longest frame the interface with index ifindex
+// carries: its MTU plus the Ethernet and one VLAN header, read now (in the
+// calling thread's namespace); with no MTU to read, one frame.
+func linkMaxTxLen(ifindex, frameSize int) uint32 {
+	ifi, err := net.InterfaceByIndex(ifindex)
+	if err != nil || ifi.MTU <= 0 {
+		return uint32(frameSize)
+	}
+	return uint32(min(ifi.MTU+ethHeaderLen+vlanHeaderLen, 1<<24))
+}
+
+// MaxTxLen is the longest packet Transmit and SendFunc accept: the link's
+// MTU when the socket opened plus the Ethernet header and one VLAN tag, the
+// limit the kernel forwards; a longer one is refused up front (counted in
+// Stats().TxTooLong) because the kernel would consume and drop it.
+func (s *Socket) MaxTxLen() int { return int(s.maxTxLen) }
+
+// failure is a latched permanent error: its cause, which each call that
+// reports it wraps with its own operation.
+type failure struct{ cause error }
+
+// fail latches cause as the socket's permanent failure unless one is
+// already latched, and returns the one that stands as op's error.
+func (s *Socket) fail(op string, cause error) error {
+	if s.failed.CompareAndSwap(nil, &failure{cause: cause}) {
+		s.wakePoll()
+	}
+	return s.failure(op)
+}
+
+// wakePoll wakes every Poll blocked on the socket, through the eventfd it
+// also waits on. Each woken Poll tells why (Close, CloseRx, a failure);
+// the eventfd stays readable, so no later Poll blocks.
+func (s *Socket) wakePoll() {
+	var one = [8]byte{1}
+	_, _ = unix.Write(s.efd, one[:])
+}
+
+// failure returns the latched failure as op's error, nil while the
+// socket is healthy. It allocates only when there is one.
+func (s *Socket) failure(op string) error {
+	if f := s.failed.Load(); f != nil {
+		return s.opErr(op, f.cause)
+	}
+	return nil
+}
+
+// errGone is the cause of a socket whose device went away: the kernel
+// unbound it (NETDEV_UNREGISTER sets sk_err to ENETDOWN, and every later
+// sendto or recvfrom answers ENXIO).
+func errGone(no unix.Errno) error {
+	return fmt.Errorf("%w: the kernel unbound the socket (%w)", packetio.ErrDeviceGone, no)
+}
+
+// probe asks the kernel whether the socket still stands: SO_ERROR, which
+// the kernel sets to ENETDOWN when it unbinds the socket from a device
+// being unregistered. Reading clears it, so what it finds is latched. One
+// system call; never on a per-packet path (Err, and Poll wake-ups at most
+// every probeEvery).
+func (s *Socket) probe(op string) error {
+	if err := s.failure(op); err != nil {
+		return err
+	}
+	v, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	switch {
+	case err != nil || v == 0:
+		return s.failure(op)
+	case unix.Errno(v) == unix.ENETDOWN:
+		return s.fail(op, errGone(unix.ENETDOWN))
+	default:
+		return s.fail(op, fmt.Errorf("%w: socket error %w", packetio.ErrQueueFailed, unix.Errno(v)))
+	}
+}
+
+// Err is nil while the socket is healthy. After Close it wraps ErrClosed;
+// when the device went away, ErrDeviceGone; when the transmit ring stopped
+// moving, ErrWedged (both wrap packetio.ErrQueueFailed and stay). It asks
+// the kernel (one system call), so it finds a lost device even when no
+// other call has run since. Safe from any goroutine.
+func (s *Socket) Err() error {
+	if !s.enter() {
+		return s.opErr("err", ErrClosed)
+	}
+	defer s.exit()
+	return s.probe("err")
+}
+
+// CloseRx ends the receive side alone: every Poll blocked on the socket
+// returns at once with an error wrapping ErrClosed, and so does every Poll
+// after it. The transmit side keeps working. Close still releases the
+// socket.
+func (s *Socket) CloseRx() {
+	if s.rxStopped.Swap(true) || !s.enter() {
+		return
+	}
+	defer s.exit()
+	s.wakePoll()
 }
 
 // ifaceName is the name of the interface with index ifindex, for errors;
@@ -461,6 +590,10 @@ func enterOn(ops *atomic.Int64, closing *atomic.Bool) bool {
 // busy reports whether any call is in progress.
 func (s *Socket) busy() bool { return s.ops.Load()+s.r.ops.Load()+s.t.ops.Load() != 0 }
 
+// Closed reports whether Close has begun: the socket's frames are gone
+// (a slice taken before reads zeros). One atomic load.
+func (s *Socket) Closed() bool { return s.closing.Load() }
+
 // FD is the socket's file descriptor, for registering it in an XSKMAP.
 func (s *Socket) FD() int { return s.fd }
 
@@ -503,15 +636,15 @@ func (s *Socket) GetFrame(d Desc) []byte { return s.umem.span(d.Addr, d.Len) }
 // progress, then closes the socket and unmaps its rings (and the UMEM, when
 // no other socket shares it). Every method afterwards returns zero or
 // ErrClosed. It is idempotent and safe from any goroutine. Frame slices
-// taken earlier are invalid afterwards.
+// taken earlier no longer name frames, but stay safe to touch: the memory
+// under them reads zeros (see umem.release).
 func (s *Socket) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closing.Swap(true) {
 		return nil
 	}
-	var one = [8]byte{1}
-	_, _ = unix.Write(s.efd, one[:])
+	s.wakePoll()
 	for s.busy() {
 		time.Sleep(50 * time.Microsecond)
 	}

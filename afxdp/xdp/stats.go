@@ -38,6 +38,15 @@ type Stats struct {
 	// Rejected counts descriptors refused: invalid on transmit, or frames
 	// given back to a pool that does not own them.
 	Rejected uint64
+	// TxRejected is the transmit side's part of Rejected: descriptors
+	// Transmit or Free turned away (and completions no pool took).
+	// TxTooLong counts those refused for being longer than the link
+	// carries (MaxTxLen), SendFunc builds and SendBatch payloads included.
+	TxRejected, TxTooLong uint64
+	// LinkDown counts kicks the kernel answered ENETDOWN (the link was
+	// down; what waits goes when it is up again); Wedged is 1 once the
+	// transmit ring stopped moving and the socket failed with ErrWedged.
+	LinkDown, Wedged uint64
 	// Foreign counts completed frames that belong to no pool of the
 	// socket and had no WithOnForeignComplete to go to.
 	Foreign uint64
@@ -115,6 +124,7 @@ func (s *Socket) Stats() (Stats, error) {
 		KickRetries: t.kickRetries.Load(), KickGaveUp: t.kickGaveUp.Load(), KickBusy: t.kickBusy.Load(), KickErrors: t.kickErrors.Load(),
 		RingFull: t.ringFull.Load(), PoolEmpty: t.poolEmpty.Load(),
 		Rejected: r.rejected.Load() + t.rejected.Load(), Foreign: t.foreign.Load(),
+		TxRejected: t.rejected.Load(), TxTooLong: t.tooLong.Load(), LinkDown: t.linkDown.Load(), Wedged: t.wedged.Load(),
 		SendRequested: t.sendReq.Load(), SendAllocated: t.sendGot.Load(), InflightHigh: t.inflightHigh.Load(), PinRefused: s.pinRefused.Load(),
 	}
 	k, err := kernelStatistics(s.fd)

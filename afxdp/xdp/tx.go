@@ -2,9 +2,11 @@ package xdp
 
 import (
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/pool"
 )
 
@@ -48,7 +50,9 @@ func (s *Socket) alloc(n int) []Desc {
 
 // Free returns frames to the transmit pool without sending them: frames
 // Alloc gave that will not be sent, or the suffix Transmit refused. A frame
-// the pool does not own is refused and counted in Stats().Rejected.
+// the pool does not own, and a zero descriptor (no frame is ever handed
+// out at address 0 with length 0), is refused and counted in
+// Stats().Rejected.
 func (s *Socket) Free(descs []Desc) {
 	if len(descs) == 0 || !s.enterTx() {
 		return
@@ -60,6 +64,11 @@ func (s *Socket) Free(descs []Desc) {
 func (s *Socket) free(descs []Desc) {
 	rejected := 0
 	for _, d := range descs {
+		if isZero(d) {
+			s.t.pool.RefuseZero(pool.OpFree)
+			rejected++
+			continue
+		}
 		if !s.t.pool.Put(pool.OpFree, s.umem.base(d.Addr)) {
 			rejected++
 		}
@@ -73,10 +82,12 @@ func (s *Socket) free(descs []Desc) {
 // took: the longest prefix that fits the ring, is valid, and (with
 // WithMultiBuffer) ends on a whole packet. A descriptor must name 1 or more
 // bytes inside one frame of the UMEM (past the metadata room with
-// WithTxMetadata); the first that does not ends the prefix and is counted
-// in Stats().Rejected. The frames belong to the kernel until Complete.
-// Transmit kicks the kernel when it must (without need-wakeup, or when the
-// ring flag asks); Stats counts kicks and the kicks it saved.
+// WithTxMetadata), and a packet no more than MaxTxLen; the first that does
+// not ends the prefix and is counted in Stats().Rejected (and TxTooLong).
+// The frames belong to the kernel until Complete. Transmit kicks the kernel
+// when it must (without need-wakeup, or when the ring flag asks, or when
+// the last kick left descriptors behind); Stats counts kicks and the kicks
+// it saved. Once the socket failed (Err) it takes nothing.
 func (s *Socket) Transmit(descs []Desc) int {
 	if len(descs) == 0 || s.t.ring.ents == nil || !s.enterTx() {
 		return 0
@@ -109,11 +120,17 @@ func (s *Socket) TransmitNoKick(descs []Desc) int {
 	return s.transmit(descs, false, false)
 }
 
+// isZero reports whether d is the zero descriptor, which names no frame:
+// the socket never hands out address 0 (see makePools), so a caller that
+// passes it passes an unset descriptor.
+func isZero(d Desc) bool { return d.Addr == 0 && d.Len == 0 }
+
 // validTx reports whether d names 1+ bytes inside one frame, leaving the
-// metadata room in front of it.
+// metadata room in front of it, and no more than the link carries.
 func (s *Socket) validTx(d Desc) bool {
 	off := d.Addr & s.umem.mask
-	return d.Addr < uint64(len(s.umem.mem)) && d.Len != 0 && uint64(d.Len) <= uint64(s.frameSize)-off && off >= s.txHeadroom
+	return d.Addr < uint64(len(s.umem.mem)) && d.Len != 0 && uint64(d.Len) <= uint64(s.frameSize)-off && off >= s.txHeadroom &&
+		d.Len <= s.maxTxLen
 }
 
 // sendable hands d's frame to the kernel in the ownership table of the pool
@@ -152,6 +169,9 @@ func (s *Socket) owned(descs []Desc) int {
 }
 
 func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
+	if s.failed.Load() != nil {
+		return 0
+	}
 	s.maybePin()
 	want := uint32(min(len(descs), int(s.t.ring.size)))
 	free := s.t.ring.free(want)
@@ -167,7 +187,7 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	for i := range n {
 		if !s.validTx(descs[i]) {
 			valid = i
-			s.t.st.rejected.Add(1)
+			s.refuse(descs[i])
 			break
 		}
 	}
@@ -175,15 +195,19 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 	if s.multiBuffer {
 		// Only whole packets: cut back to the last descriptor that ends
 		// one, and refuse a chain longer than the kernel takes.
-		end, segs := 0, 0
+		end, segs, plen := 0, 0, uint64(0)
 		for i := range n {
 			segs++
-			if segs > maxTxSegs {
+			plen += uint64(descs[i].Len)
+			if segs > maxTxSegs || plen > uint64(s.maxTxLen) {
 				s.t.st.rejected.Add(1)
+				if plen > uint64(s.maxTxLen) {
+					s.t.st.tooLong.Add(1)
+				}
 				break
 			}
 			if descs[i].Options&unix.XDP_PKT_CONTD == 0 {
-				end, segs = i+1, 0
+				end, segs, plen = i+1, 0, 0
 			}
 		}
 		n = end
@@ -225,7 +249,7 @@ func (s *Socket) transmit(descs []Desc, kickIt, allMeta bool) int {
 func (s *Socket) kickNeeded() bool { return !s.needWakeup || s.t.ring.needsWakeup() }
 
 func (s *Socket) kickIfNeeded() {
-	if s.kickNeeded() {
+	if s.kickNeeded() || s.t.kickPending {
 		_ = s.kick()
 		return
 	}
@@ -284,24 +308,119 @@ func (s *Socket) kick() error {
 		s.t.st.kicks.Add(1)
 		switch e {
 		case 0:
+			s.kicked(false)
 			return nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
 			if retries >= s.t.kickRetryBound || s.t.comp.ready() >= s.t.comp.size {
 				s.t.st.kickGaveUp.Add(1)
-				return nil
+				return s.kicked(true)
 			}
 			retries++
 			s.t.st.kickRetries.Add(1)
 		case unix.EBUSY, unix.ENOBUFS:
-			// The device queue is busy: back-pressure, not an error.
+			// The device queue is busy, or it dropped the frame at the
+			// head of the ring (NET_XMIT_DROP, which the kernel consumed
+			// and completes): back-pressure, not an error. What stays on
+			// the ring moves only with another kick.
 			s.t.st.kickBusy.Add(1)
-			return nil
+			return s.kicked(true)
+		case unix.ENETDOWN:
+			// The link is down: the kernel takes nothing until it comes
+			// back up, then the next kick sends what waits. Not a wedge.
+			s.t.st.kickErrors.Add(1)
+			s.t.st.linkDown.Add(1)
+			s.t.kickPending = true
+			s.t.wedge.reset()
+			return s.opErr("kick", e)
+		case unix.ENXIO:
+			// The kernel unbound the socket: its device is gone.
+			s.t.st.kickErrors.Add(1)
+			return s.fail("kick", errGone(e))
 		default:
 			s.t.st.kickErrors.Add(1)
 			return s.opErr("kick", e)
 		}
+	}
+}
+
+// kicked follows a kick the kernel answered: when it left descriptors on
+// the ring after back-pressure (left), the next call kicks again instead of
+// waiting for a new batch; and a ring that holds descriptors while kick
+// after kick moves none for wedgeAfter (with room on the completion ring,
+// so the caller's unread completions are not the cause) is wedged: the
+// socket fails with ErrWedged. It costs a clock read only on a kick that
+// found the ring where the last one left it.
+func (s *Socket) kicked(left bool) error {
+	out := s.t.ring.outstanding()
+	s.t.kickPending = left && out > 0
+	if out == 0 {
+		s.t.wedge.reset()
+		return nil
+	}
+	if !s.t.wedge.observe(s.t.ring.consumer.Load(), time.Now) {
+		return nil
+	}
+	held := s.t.st.transmitted.Load() - s.t.st.completed.Load() - uint64(out)
+	if held >= uint64(s.t.comp.size) {
+		s.t.wedge.reset() // the caller does not complete: back-pressure
+		return nil
+	}
+	s.t.st.wedged.Add(1)
+	return s.fail("kick", fmt.Errorf("%w: %d descriptors on the transmit ring, none taken for %v of kicks", packetio.ErrWedged, out, wedgeAfter))
+}
+
+// wedgeAfter is how long kicks may find a transmit ring that holds
+// descriptors unmoved before the ring counts as wedged: far longer than
+// any busy link keeps a queue stopped.
+const wedgeAfter = time.Second
+
+// wedgeWatch follows the transmit ring's consumer index across kicks.
+type wedgeWatch struct {
+	cons     uint32    // the index the last kick found
+	watching bool      // cons is set
+	since    time.Time // when a kick first found cons unmoved; zero: not yet
+}
+
+// observe records a kick that found the ring's consumer at cons with
+// descriptors waiting, and reports whether it has not moved for wedgeAfter.
+// now is called only when cons has not moved.
+func (w *wedgeWatch) observe(cons uint32, now func() time.Time) bool {
+	if !w.watching || cons != w.cons {
+		*w = wedgeWatch{cons: cons, watching: true}
+		return false
+	}
+	t := now()
+	if w.since.IsZero() {
+		w.since = t
+		return false
+	}
+	return t.Sub(w.since) >= wedgeAfter
+}
+
+// reset forgets what the watch saw: the ring emptied, or stopped for a
+// reason that is not a wedge.
+func (w *wedgeWatch) reset() { *w = wedgeWatch{} }
+
+// retryKick kicks when the last kick left descriptors behind: called by
+// the calls a transmit loop makes between batches (Complete,
+// CompleteInto, NumCompleted), so the last batch of a burst is not
+// stranded behind a frame the device dropped.
+func (s *Socket) retryKick() {
+	if s.t.kickPending {
+		s.t.kickPending = false
+		if s.t.ring.outstanding() > 0 {
+			_ = s.kick()
+		}
+	}
+}
+
+// refuse counts a descriptor Transmit turned away.
+func (s *Socket) refuse(d Desc) {
+	s.t.st.rejected.Add(1)
+	if d.Len > s.maxTxLen {
+		s.t.st.tooLong.Add(1)
 	}
 }
 
@@ -320,6 +439,7 @@ func (s *Socket) Complete(max int) int {
 }
 
 func (s *Socket) complete(max int) int {
+	s.retryKick()
 	n := s.t.comp.avail(uint32(min(max, int(s.t.comp.size))))
 	if n == 0 {
 		return 0
@@ -364,6 +484,7 @@ func (s *Socket) CompleteInto(max int, out []uint64) []uint64 {
 		return out
 	}
 	defer s.exitTx()
+	s.retryKick()
 	n := s.t.comp.avail(uint32(min(max, int(s.t.comp.size))))
 	for i := range n {
 		out = append(out, s.t.comp.get(i))
@@ -396,6 +517,7 @@ func (s *Socket) NumCompleted() int {
 		return 0
 	}
 	defer s.exitTx()
+	s.retryKick()
 	return int(s.t.comp.ready())
 }
 
@@ -448,6 +570,9 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
+	if err := s.failure("send"); err != nil {
+		return 0, err
+	}
 	if count <= 0 {
 		return 0, nil
 	}
@@ -475,6 +600,11 @@ func (s *Socket) sendFunc(count int, build func(i int, frame []byte) int, kickIt
 		if l < 0 || l > len(frame) {
 			s.free(descs)
 			return 0, s.opErr("send", fmt.Errorf("build returned length %d for a %d-byte frame: %w", l, len(frame), ErrBadLength))
+		}
+		if l > int(s.maxTxLen) {
+			s.free(descs)
+			s.t.st.tooLong.Add(1)
+			return 0, s.opErr("send", fmt.Errorf("build returned length %d, longer than the link carries (%d: MTU, Ethernet and VLAN header): %w", l, s.maxTxLen, ErrBadLength))
 		}
 		descs[i].Len = uint32(l)
 	}
@@ -506,6 +636,8 @@ func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
 		switch {
 		case len(p) == 0:
 			return 0, s.opErr("send", fmt.Errorf("payload %d is empty: %w", i, ErrBadLength))
+		case len(p) > int(s.maxTxLen):
+			return 0, s.opErr("send", fmt.Errorf("payload %d is %d bytes, the link carries %d: %w", i, len(p), s.maxTxLen, ErrBadLength))
 		case !s.multiBuffer && len(p) > room:
 			return 0, s.opErr("send", fmt.Errorf("payload %d is %d bytes, a frame holds %d (WithMultiBuffer splits it): %w", i, len(p), room, ErrBadLength))
 		case s.multiBuffer && len(p) > room*maxTxSegs:
@@ -525,6 +657,9 @@ func (s *Socket) sendChains(payloads [][]byte, room int) (int, error) {
 		return 0, s.opErr("send", ErrClosed)
 	}
 	defer s.exitTx()
+	if err := s.failure("send"); err != nil {
+		return 0, err
+	}
 	s.complete(int(s.t.comp.size))
 	need := 0
 	pkts := 0

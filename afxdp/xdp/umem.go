@@ -60,10 +60,24 @@ func newUMEM(size, frameSize int, huge bool) (*umem, error) {
 // acquire adds a user of the mapping.
 func (u *umem) acquire() { u.refs.Add(1) }
 
-// release drops a user and unmaps with the last.
+// release drops a user, and with the last one gives the frames back to
+// the system. It does not unmap the address range: a frame slice the
+// caller took before Close (Region().Frame, GetFrame, UMEM) still points
+// into it, and touching an unmapped page is a SIGSEGV no recover catches.
+// Instead the range is replaced in place (MAP_FIXED) by fresh private
+// anonymous memory, not populated and not reserved: the frames' pages go
+// back to the system at once, a stale read finds zeros (the shared zero
+// page, which costs no memory), and a stale write lands in a page of its
+// own that nothing reads. Only the address range stays taken, for the
+// life of the process, because nothing can tell when the last stale slice
+// is gone (the garbage collector does not track memory it did not
+// allocate); address space is plentiful (47 bits), memory is not. If the
+// replacement fails, the range is unmapped as before.
 func (u *umem) release() {
 	if u.refs.Add(-1) == 0 {
-		_ = unix.Munmap(u.mapping)
+		if err := remapZero(u.mapping); err != nil {
+			_ = unix.Munmap(u.mapping)
+		}
 	}
 }
 
