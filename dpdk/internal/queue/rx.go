@@ -172,7 +172,7 @@ func (q *Rx) Receive(max int) []packetio.Desc {
 			q.pool.Done(f)
 			continue
 		}
-		if !q.pool.Take(pool.OpReceive, f) {
+		if pool.Checked() && !q.pool.Take(pool.OpReceive, f) {
 			q.notPosted.Add(1) // a bug below the queue; the pool reports it
 		}
 		if q.cfg.RxChecksums && flags&RxIPCksumGood != 0 {
