@@ -231,7 +231,12 @@ func (q *RxQueue) ReceiveOffload(max int) ([]packetio.Desc, []packetio.Offload) 
 	return q.descs[:n], q.offs[:n]
 }
 
-// receive walks the ring into region frames. It stops at max, at an empty
+// receive walks the ring into region frames. A frame goes from the pool
+// straight to the caller (pool.Pop): the kernel copies packets into its own
+// ring, never into the region, so on this backend the NIC never holds a
+// receive frame and Fill posts nothing. What ownership tracking can catch
+// here is a frame recycled twice (or never received), which would otherwise
+// sit on the free list twice and take two packets. It stops at max, at an empty
 // ring or at an empty pool (the packet stays in the ring for the next call).
 func (q *RxQueue) receive(max int, wantStamps, wantOffs bool) int {
 	q.descs, q.offs, q.tss = q.descs[:0], q.offs[:0], q.tss[:0]
@@ -380,14 +385,22 @@ func (q *RxQueue) Err() error {
 	if q.failed.Load() {
 		return q.errorf("receive", packetio.ErrDeviceGone, "interface gone")
 	}
+	if err := q.pool.Misuse(); err != nil {
+		return packetio.NewOpError("recycle", backendName, q.dev.name, q.index, err)
+	}
 	return nil
 }
 
-// Recycle returns received frames to the pool. Foreign frames are refused
-// and counted (pool_rejected).
+// Recycle returns received frames to the pool. A zero Desc, a foreign frame
+// and (packetio_checked) one the caller does not hold are refused and
+// counted (pool_rejected); Err reports the first misuse.
 func (q *RxQueue) Recycle(descs []packetio.Desc) {
 	for _, d := range descs {
-		q.pool.Push(q.pool.Base(d.Addr))
+		if d == (packetio.Desc{}) {
+			q.pool.RefuseZero(pool.OpRecycle)
+			continue
+		}
+		q.pool.Put(pool.OpRecycle, q.pool.Base(d.Addr))
 	}
 }
 
@@ -427,8 +440,12 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 	}
 	q.mu.RUnlock()
 	oversize, malformed, badCsum, zeroStamp := q.oversize.Load(), q.malformed.Load(), q.badCsum.Load(), q.zeroStamp.Load()
+	packets := q.packets.Load()
 	return packetio.RxStats{
-		Packets:   q.packets.Load(),
+		Packets: packets,
+		// A frame is filled when a packet is copied into it, inside
+		// Receive: none waits with the kernel (see receive).
+		Filled:    packets,
 		Bytes:     q.bytes.Load(),
 		Batches:   q.batches.Load(),
 		Polls:     q.polls.Load(),

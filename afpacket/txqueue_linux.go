@@ -3,6 +3,7 @@
 package afpacket
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -71,6 +72,7 @@ type TxQueue struct {
 	packets, bytes, completed, batches atomic.Uint64
 	ringFull, poolEmpty                atomic.Uint64
 	dropped, rejected, eagain, eintr   atomic.Uint64
+	refused                            atomic.Uint64 // not the caller's to give: zero, foreign, or (checked) held by another
 	lastErrno                          atomic.Uint64
 }
 
@@ -187,11 +189,11 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 		k := 0
 		for ; k < chunk; k++ {
 			d := descs[total+k]
-			if !q.reg.descOK(d) {
-				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", total+k, d.Addr, d.Len)
+			if err = q.check(d, total+k); err != nil {
 				break
 			}
 			if q.tooLong(int(d.Len), offs, total+k) {
+				q.unsend(d)
 				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: %d bytes, longer than the link carries (%d)", total+k, d.Len, q.maxLen)
 				break
 			}
@@ -203,6 +205,7 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 				if offs != nil {
 					o = offs[total+k]
 					if e := checkOffload(o, int(d.Len)); e != nil {
+						q.unsend(d)
 						err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: %v", total+k, e)
 						break
 					}
@@ -215,6 +218,9 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 		}
 		sent, calls := q.sendAll(k)
 		batches += calls
+		if pool.Checked() {
+			q.unsend(descs[total+sent : total+k]...)
+		}
 		for i := range sent {
 			d := descs[total+i]
 			bytes += uint64(d.Len)
@@ -226,7 +232,7 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 			break
 		}
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, packetio.ErrNotOwned) {
 		q.rejected.Add(1)
 	}
 	if total == 0 && err == nil {
@@ -279,17 +285,19 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 			}
 			plen := 0
 			for i := at; i < end; i++ {
-				if !q.reg.descOK(descs[i]) {
-					err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", i, descs[i].Addr, descs[i].Len)
-					break
-				}
 				if offs != nil && i > at && offs[i] != (packetio.Offload{}) {
 					err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: offload on a continuation frame", i)
+				} else {
+					err = q.check(descs[i], i)
+				}
+				if err != nil {
+					q.unsend(descs[at:i]...)
 					break
 				}
 				plen += int(descs[i].Len)
 			}
 			if err == nil && q.tooLong(plen, offs, at) {
+				q.unsend(descs[at:end]...)
 				err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: a %d-byte packet, longer than the link carries (%d)", at, plen, q.maxLen)
 			}
 			if err != nil {
@@ -301,6 +309,7 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 				if offs != nil {
 					o = offs[at]
 					if e := checkOffload(o, plen); e != nil {
+						q.unsend(descs[at:end]...)
 						err = q.errorf("transmit", packetio.ErrBadLength, "descriptor %d: %v", at, e)
 						break
 					}
@@ -325,6 +334,13 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 		sent, calls := q.sendAll(k)
 		batches += calls
 		clear(q.giov[:used])
+		if pool.Checked() && sent < k {
+			unsent := 0
+			for _, f := range q.mfr[sent:k] {
+				unsent += f
+			}
+			q.unsend(descs[at-unsent : at]...)
+		}
 		for _, f := range q.mfr[:sent] {
 			for range f {
 				d := descs[total]
@@ -338,7 +354,7 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 			break
 		}
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, packetio.ErrNotOwned) {
 		q.rejected.Add(1)
 	}
 	if total == 0 && err == nil && len(descs) > 0 {
@@ -348,6 +364,40 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 	q.bytes.Add(bytes)
 	q.packets.Add(uint64(total))
 	return total, err
+}
+
+// check validates one descriptor for transmit and records that the NIC now
+// holds its frame (packetio_checked builds): the kernel copies the bytes in
+// sendmmsg, but the frame stays the NIC's until Complete or Reclaim, as on a
+// zero-copy backend, so a Free or a second Transmit of it meanwhile is a
+// misuse. A frame the caller does not hold is counted in TxStats.Refused
+// and answered with ErrNotOwned; a zero Desc (also reported by Err) and a
+// descriptor outside its frame with ErrBadLength, counted by the caller in
+// rejected_descs (part of Refused).
+func (q *TxQueue) check(d packetio.Desc, i int) error {
+	if d == (packetio.Desc{}) {
+		q.pool.RefuseZero(pool.OpTransmit) // for Err; counted in rejected_descs as before
+		return q.errorf("transmit", packetio.ErrBadLength, "descriptor %d is zero: it names no frame", i)
+	}
+	if !q.reg.descOK(d) {
+		return q.errorf("transmit", packetio.ErrBadLength, "descriptor %d (addr %#x, len %d) does not name bytes inside one frame", i, d.Addr, d.Len)
+	}
+	if !q.pool.Send(q.pool.Base(d.Addr)) {
+		q.refused.Add(1)
+		return q.errorf("transmit", packetio.ErrNotOwned, "descriptor %d: frame %#x is not the caller's to send", i, q.pool.Base(d.Addr))
+	}
+	return nil
+}
+
+// unsend hands frames check gave the NIC but the kernel did not take back to
+// the caller (packetio_checked builds; a no-op otherwise).
+func (q *TxQueue) unsend(descs ...packetio.Desc) {
+	if !pool.Checked() {
+		return
+	}
+	for _, d := range descs {
+		q.pool.Take(pool.OpReclaim, q.pool.Base(d.Addr))
+	}
 }
 
 // tooLong reports whether packet i of n bytes is longer than the link
@@ -512,6 +562,9 @@ func (q *TxQueue) Err() error {
 	if q.failed.Load() {
 		return q.errorf("transmit", packetio.ErrDeviceGone, "interface gone (%v)", unix.Errno(q.lastErrno.Load()))
 	}
+	if err := q.pool.Misuse(); err != nil {
+		return packetio.NewOpError("transmit", backendName, q.dev.name, q.index, err)
+	}
 	return nil
 }
 
@@ -525,7 +578,7 @@ func (q *TxQueue) Complete(max int) int {
 	}
 	for range n {
 		d := q.pend[q.head]
-		q.pool.Push(q.pool.Base(d.Addr))
+		q.pool.Done(q.pool.Base(d.Addr))
 		q.head = (q.head + 1) & (maxPending - 1)
 	}
 	q.count -= n
@@ -541,7 +594,11 @@ func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
 		return out
 	}
 	for range n {
-		out = append(out, q.pend[q.head])
+		d := q.pend[q.head]
+		if pool.Checked() {
+			q.pool.Take(pool.OpReclaim, q.pool.Base(d.Addr))
+		}
+		out = append(out, d)
 		q.head = (q.head + 1) & (maxPending - 1)
 	}
 	q.count -= n
@@ -549,11 +606,24 @@ func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
 	return out
 }
 
-// Free returns frames to the pool without sending them. Foreign, unaligned
-// or surplus frames are refused and counted (pool_rejected).
+// Free returns frames to the pool without sending them. A zero Desc, a
+// foreign, unaligned or surplus frame and (packetio_checked) one the caller
+// does not hold (in flight, or freed already) are refused and counted in
+// TxStats.Refused (and pool_rejected); Err reports the first misuse.
 func (q *TxQueue) Free(descs []packetio.Desc) {
+	var refused uint64
 	for _, d := range descs {
-		q.pool.Push(q.pool.Base(d.Addr))
+		if d == (packetio.Desc{}) {
+			q.pool.RefuseZero(pool.OpFree)
+			refused++
+			continue
+		}
+		if !q.pool.Put(pool.OpFree, q.pool.Base(d.Addr)) {
+			refused++
+		}
+	}
+	if refused != 0 {
+		q.refused.Add(refused)
 	}
 }
 
@@ -626,7 +696,7 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 		RingFull:  q.ringFull.Load(),
 		PoolEmpty: q.poolEmpty.Load(),
 		Errors:    dropped,
-		Refused:   rejected,
+		Refused:   rejected + q.refused.Load(),
 		Backend: map[string]uint64{
 			"rejected_descs": rejected,
 			"pool_rejected":  q.pool.Rejected(),

@@ -291,7 +291,7 @@ func (r *RxQueue) look() (int, error) {
 	if n > 0 {
 		return n, nil
 	}
-	if err := r.q.Err(); err != nil {
+	if err := r.q.Failure(); err != nil { // a frame misuse is Err's, not Poll's
 		return 0, opErr(r.d, "poll", r.index, err)
 	}
 	return 0, nil

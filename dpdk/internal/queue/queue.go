@@ -90,14 +90,18 @@ func (c *Config) validate(rx bool) error {
 // core is what both directions share: the region view, the pool and the
 // failure latch.
 type core struct {
-	cfg   Config
-	r     mbufs
-	pool  *pool.Frames
-	mask  uint64
-	size  uint64 // len(Region)
-	dead  atomic.Pointer[error]
-	fore  atomic.Uint64 // foreign addresses from the driver
-	frame []uint64      // scratch for the pool
+	cfg  Config
+	r    mbufs
+	pool *pool.Frames
+	mask uint64
+	size uint64 // len(Region)
+	dead atomic.Pointer[error]
+	fore atomic.Uint64 // foreign addresses from the driver
+	// refused counts descriptors Transmit, Free or Recycle turned away as
+	// not the caller's: zero, foreign, or (packetio_checked) held by the
+	// pool or the driver.
+	refused atomic.Uint64
+	frame   []uint64 // scratch for the pool
 }
 
 func (c *core) init(cfg Config) error {
@@ -112,8 +116,23 @@ func (c *core) init(cfg Config) error {
 	return nil
 }
 
-// Err is the latched failure, or nil.
+// Err is the latched failure or else the first frame misuse (a zero Desc,
+// or in a packetio_checked build a frame the caller does not hold, matching
+// packetio.ErrNotOwned), or nil. A misuse does not stop the queue: the
+// queue's own calls look at Failure.
 func (c *core) Err() error {
+	if err := c.Failure(); err != nil {
+		return err
+	}
+	if err := c.pool.Misuse(); err != nil {
+		return fmt.Errorf("%s: %w", c.cfg.Name, err)
+	}
+	return nil
+}
+
+// Failure is the latched failure, or nil: after one the queue refuses all
+// work.
+func (c *core) Failure() error {
 	if e := c.dead.Load(); e != nil {
 		return *e
 	}

@@ -33,6 +33,7 @@ func TestTransmitRefusesDescriptorsOutsideOneFrame(t *testing.T) {
 	g := newRig(t, 8)
 	q := g.tx(8)
 	base := q.Alloc(1)[0].Addr &^ (testFrameSize - 1)
+	other := q.Alloc(1)[0].Addr &^ (testFrameSize - 1) // one frame is sent once
 	for _, tc := range []struct {
 		name string
 		d    packetio.Desc
@@ -46,7 +47,7 @@ func TestTransmitRefusesDescriptorsOutsideOneFrame(t *testing.T) {
 		{"into the mbuf", packetio.Desc{Addr: base + ObjHeader + 8, Len: 64}, false},
 		{"at the frame start", packetio.Desc{Addr: base, Len: 64}, false},
 		{"inside the headroom", packetio.Desc{Addr: base + BufferStart + 2, Len: 64}, true},
-		{"ending at the frame end", packetio.Desc{Addr: base + DataStart, Len: testFrameSize - DataStart}, true},
+		{"ending at the frame end", packetio.Desc{Addr: other + DataStart, Len: testFrameSize - DataStart}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			free := q.NumFreeFrames()

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
 )
 
 // Rx is one receive queue: Fill pushes mbufs of free frames into the Supply
@@ -18,7 +19,7 @@ type Rx struct {
 	outstanding atomic.Int64
 
 	packets, bytes, filled, batches, poolEmpty atomic.Uint64
-	chained, badLen                            atomic.Uint64
+	chained, badLen, notPosted                 atomic.Uint64
 }
 
 // NewRx returns a receive queue over cfg with a full pool and nothing
@@ -40,13 +41,13 @@ func NewRx(cfg Config) (*Rx, error) {
 // Fill posts up to n free frames to the supply ring and returns how many it
 // posted. Frames the ring refuses go back to the pool.
 func (q *Rx) Fill(n int) int {
-	if q.Err() != nil {
+	if q.Failure() != nil {
 		return 0
 	}
 	q.DrainReturned()
 	posted := 0
 	for posted < n {
-		q.frame = q.pool.Pop(min(n-posted, cap(q.frame)), q.frame[:0])
+		q.frame = q.pool.PopFill(min(n-posted, cap(q.frame)), q.frame[:0])
 		if len(q.frame) == 0 {
 			if posted == 0 {
 				q.poolEmpty.Add(1)
@@ -60,7 +61,7 @@ func (q *Rx) Fill(n int) int {
 		}
 		k := q.cfg.Supply.Push(q.frame)
 		for _, va := range q.frame[k:] {
-			q.pool.Push(va - q.cfg.RegionVA - ObjHeader)
+			q.pool.Done(va - q.cfg.RegionVA - ObjHeader) // never reached the driver
 		}
 		posted += k
 		if k < len(q.frame) {
@@ -82,7 +83,7 @@ func (q *Rx) DrainReturned() int {
 		q.back = q.cfg.Returned.Pop(cap(q.back), q.back[:0])
 		for _, va := range q.back {
 			if f, ok := q.frameOf(va); ok {
-				q.pool.Push(f)
+				q.pool.Done(f)
 				got++
 			}
 		}
@@ -126,7 +127,7 @@ func (q *Rx) Resupply() int {
 // packets the next Receive can deliver. Whatever the burst returned is kept
 // for Receive, since DPDK cannot peek.
 func (q *Rx) Ready() int {
-	if len(q.pending) == 0 && q.Err() == nil {
+	if len(q.pending) == 0 && q.Failure() == nil {
 		q.pending = q.pull(len(q.burst))
 	}
 	return len(q.pending)
@@ -143,7 +144,7 @@ func (q *Rx) pull(n int) []uint64 {
 // Receive returns up to max packets from one burst (or from what Ready
 // kept). The slice is reused by the next call.
 func (q *Rx) Receive(max int) []packetio.Desc {
-	if max <= 0 || q.Err() != nil {
+	if max <= 0 || q.Failure() != nil {
 		return nil
 	}
 	if len(q.pending) == 0 {
@@ -168,8 +169,11 @@ func (q *Rx) Receive(max int) []packetio.Desc {
 		d := packetio.Desc{Addr: f + BufferStart + uint64(dataOff), Len: uint32(n)}
 		if !q.descOK(d) {
 			q.badLen.Add(1)
-			q.pool.Push(f)
+			q.pool.Done(f)
 			continue
+		}
+		if pool.Checked() && !q.pool.Take(pool.OpReceive, f) {
+			q.notPosted.Add(1) // a bug below the queue; the pool reports it
 		}
 		if q.cfg.RxChecksums && flags&RxIPCksumGood != 0 {
 			d.Options = packetio.OptL3ChecksumOK
@@ -191,7 +195,7 @@ func (q *Rx) Receive(max int) []packetio.Desc {
 // dropChain returns every segment of a chained packet to the pool: packets
 // never span frames here.
 func (q *Rx) dropChain(f uint64, segs uint16) {
-	q.pool.Push(f)
+	q.pool.Done(f)
 	for i := 1; i < int(segs); i++ {
 		va := q.r.next(f + ObjHeader)
 		if va == 0 {
@@ -202,17 +206,24 @@ func (q *Rx) dropChain(f uint64, segs uint16) {
 			return
 		}
 		q.outstanding.Add(-1)
-		q.pool.Push(f)
+		q.pool.Done(f)
 	}
 }
 
 // NumPending is how many packets Ready kept for the next Receive.
 func (q *Rx) NumPending() int { return len(q.pending) }
 
-// Recycle returns received frames to the pool.
+// Recycle returns received frames to the pool. A zero Desc, a foreign frame
+// and (packetio_checked) one the caller does not hold, such as a frame
+// posted to the driver, are refused and counted (pool_rejected); Err
+// reports the first misuse.
 func (q *Rx) Recycle(descs []packetio.Desc) {
 	for _, d := range descs {
-		q.pool.Push(q.pool.Base(d.Addr))
+		if d == (packetio.Desc{}) {
+			q.pool.RefuseZero(pool.OpRecycle)
+			continue
+		}
+		q.pool.Put(pool.OpRecycle, q.pool.Base(d.Addr))
 	}
 }
 
@@ -227,7 +238,7 @@ func (q *Rx) NumOutstanding() int { return int(q.outstanding.Load()) }
 
 // Stats returns the counters.
 func (q *Rx) Stats() packetio.RxStats {
-	errs := q.chained.Load() + q.badLen.Load() + q.fore.Load()
+	errs := q.chained.Load() + q.badLen.Load() + q.fore.Load() + q.notPosted.Load()
 	return packetio.RxStats{
 		Packets:     q.packets.Load(),
 		Bytes:       q.bytes.Load(),
@@ -242,6 +253,7 @@ func (q *Rx) Stats() packetio.RxStats {
 			"bad_len":       q.badLen.Load(),
 			"foreign":       q.fore.Load(),
 			"pool_rejected": q.pool.Rejected(),
+			"not_posted":    q.notPosted.Load(),
 		},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/pool"
 )
 
 // Tx is one transmit queue: frames from its pool (or forwarded from a
@@ -41,7 +42,7 @@ func NewTx(cfg Config) (*Tx, error) {
 // with Addr past the headroom and Len 0. The slice is reused by the next
 // Alloc.
 func (t *Tx) Alloc(n int) []packetio.Desc {
-	if t.Err() != nil {
+	if t.Failure() != nil {
 		return nil
 	}
 	room := t.NumFreeSlots()
@@ -85,7 +86,7 @@ func (t *Tx) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (in
 }
 
 func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
-	if err := t.Err(); err != nil {
+	if err := t.Failure(); err != nil {
 		return 0, err
 	}
 	n := min(len(descs), t.NumFreeSlots(), len(t.mbufs))
@@ -100,7 +101,11 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 	var bytes uint64
 	for ; built < n; built++ {
 		d := descs[built]
+		if refusal = t.send(d); refusal != nil {
+			break
+		}
 		if !t.descOK(d) {
+			t.unsend(descs[built : built+1])
 			t.badDesc.Add(1)
 			refusal = fmt.Errorf("%s: descriptor {Addr %#x, Len %d} does not name bytes inside one frame: %w", t.cfg.Name, d.Addr, d.Len, packetio.ErrBadLength)
 			break
@@ -110,6 +115,7 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 		if offs != nil {
 			var err error
 			if flags, lens, err = t.offload(d, offs[built]); err != nil {
+				t.unsend(descs[built : built+1])
 				t.badOffload.Add(1)
 				refusal = err
 				break
@@ -130,6 +136,7 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 		sent = 0
 	}
 	if sent < built {
+		t.unsend(descs[sent:built])
 		bytes = 0
 		for _, d := range descs[:sent] {
 			bytes += uint64(d.Len)
@@ -145,10 +152,38 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 	return sent, refusal
 }
 
+// send records that the driver holds d's frame from now on. A zero Desc
+// and (packetio_checked) a frame the caller does not hold are refused,
+// counted in TxStats.Refused, and answered with an error matching
+// packetio.ErrNotOwned; Err reports the first.
+func (t *Tx) send(d packetio.Desc) error {
+	if d == (packetio.Desc{}) {
+		t.pool.RefuseZero(pool.OpTransmit)
+		t.refused.Add(1)
+		return fmt.Errorf("%s: a zero descriptor names no frame: %w", t.cfg.Name, packetio.ErrNotOwned)
+	}
+	if !t.pool.Send(t.pool.Base(d.Addr)) {
+		t.refused.Add(1)
+		return fmt.Errorf("%s: frame %#x is not the caller's to send: %w", t.cfg.Name, t.pool.Base(d.Addr), packetio.ErrNotOwned)
+	}
+	return nil
+}
+
+// unsend hands frames send gave the driver, which it did not take, back
+// to the caller (packetio_checked builds; a no-op otherwise).
+func (t *Tx) unsend(descs []packetio.Desc) {
+	if !pool.Checked() {
+		return
+	}
+	for _, d := range descs {
+		t.pool.Take(pool.OpReclaim, t.pool.Base(d.Addr))
+	}
+}
+
 // reclaim takes up to max frames the driver has freed and gives each to fn.
 // When none are waiting but some are in flight it pokes the driver once.
 func (t *Tx) reclaim(max int, fn func(frame uint64)) int {
-	if t.Err() != nil || max <= 0 {
+	if t.Failure() != nil || max <= 0 {
 		return 0
 	}
 	ret := t.cfg.Returned
@@ -170,7 +205,7 @@ func (t *Tx) reclaim(max int, fn func(frame uint64)) int {
 			fn(f)
 			got++
 		}
-		if t.Err() != nil {
+		if t.Failure() != nil {
 			break
 		}
 	}
@@ -185,20 +220,39 @@ func (t *Tx) reclaim(max int, fn func(frame uint64)) int {
 // Complete returns finished frames to this queue's pool and reports how
 // many came back.
 func (t *Tx) Complete(max int) int {
-	return t.reclaim(max, func(f uint64) { t.pool.Push(f) })
+	return t.reclaim(max, func(f uint64) { t.pool.Done(f) })
 }
 
 // Reclaim appends finished frames to out, as descriptors at their data
 // start, for the caller to Recycle or Free.
 func (t *Tx) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
-	t.reclaim(max, func(f uint64) { out = append(out, packetio.Desc{Addr: f + DataStart}) })
+	t.reclaim(max, func(f uint64) {
+		if pool.Checked() {
+			t.pool.Take(pool.OpReclaim, f)
+		}
+		out = append(out, packetio.Desc{Addr: f + DataStart})
+	})
 	return out
 }
 
-// Free returns frames to the pool without sending them.
+// Free returns frames to the pool without sending them. A zero Desc, a
+// foreign or surplus frame and (packetio_checked) one the caller does not
+// hold, such as a frame in flight, are refused and counted in Refused and
+// pool_rejected; Err reports the first misuse.
 func (t *Tx) Free(descs []packetio.Desc) {
+	var refused uint64
 	for _, d := range descs {
-		t.pool.Push(t.pool.Base(d.Addr))
+		if d == (packetio.Desc{}) {
+			t.pool.RefuseZero(pool.OpFree)
+			refused++
+			continue
+		}
+		if !t.pool.Put(pool.OpFree, t.pool.Base(d.Addr)) {
+			refused++
+		}
+	}
+	if refused != 0 {
+		t.refused.Add(refused)
 	}
 }
 
@@ -226,6 +280,7 @@ func (t *Tx) Stats() packetio.TxStats {
 		RingFull:    t.ringFull.Load(),
 		PoolEmpty:   t.poolEmpty.Load(),
 		Errors:      t.fore.Load(),
+		Refused:     t.refused.Load(),
 		Backend: map[string]uint64{
 			"in_flight":     uint64(max(t.inFlight.Load(), 0)),
 			"bad_desc":      t.badDesc.Load(),

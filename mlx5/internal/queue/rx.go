@@ -101,14 +101,14 @@ func (q *RxQueue) Fill(n int) int {
 	if n <= 0 {
 		return 0
 	}
-	q.addrs = q.pool.Pop(n, q.addrs[:0])
+	q.addrs = q.pool.PopFill(n, q.addrs[:0])
 	if len(q.addrs) == 0 {
 		q.poolEmpty.Add(1)
 		return 0
 	}
 	k := q.ring.Fill(q.addrs)
 	for _, a := range q.addrs[k:] {
-		q.pool.Push(a)
+		q.pool.Done(a) // never reached the card
 	}
 	return k
 }
@@ -148,6 +148,9 @@ func (q *RxQueue) Receive(max int) []packetio.Desc {
 	q.firstUse()
 	q.descs, _ = q.ring.Receive(max, q.descs[:0], nil)
 	q.recycleFailed()
+	if pool.Checked() {
+		q.taken(q.descs)
+	}
 	return q.descs
 }
 
@@ -159,6 +162,9 @@ func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
 	}
 	q.descs, q.ts = q.ring.Receive(max, q.descs[:0], q.ts[:0])
 	q.recycleFailed()
+	if pool.Checked() {
+		q.taken(q.descs)
+	}
 	return q.descs, q.ts
 }
 
@@ -169,9 +175,18 @@ func (q *RxQueue) recycleFailed() {
 	n := len(q.descs)
 	all := q.ring.TakeFailed(q.descs)
 	for _, d := range all[n:] {
-		q.pool.Push(q.pool.Base(d.Addr))
+		q.pool.Done(q.pool.Base(d.Addr))
 	}
 	q.descs = all[:n]
+}
+
+// taken records that the caller holds the received frames
+// (packetio_checked builds). The card only fills posted buffers, so a
+// refusal is a bug below the queue; the pool reports it through Err.
+func (q *RxQueue) taken(descs []packetio.Desc) {
+	for _, d := range descs {
+		q.pool.Take(pool.OpReceive, q.pool.Base(d.Addr))
+	}
 }
 
 // Err is nil while healthy; a card failure wraps ErrQueueFailed, and after
@@ -183,16 +198,26 @@ func (q *RxQueue) Err() error {
 	if err := q.ring.Err(); err != nil {
 		return q.opErr("receive", err)
 	}
+	if err := q.pool.Misuse(); err != nil {
+		return q.opErr("recycle", err)
+	}
 	return nil
 }
 
-// Recycle returns received frames to the pool.
+// Recycle returns received frames to the pool. A zero Desc, a foreign frame
+// and (packetio_checked) one the caller does not hold, such as a frame
+// posted to the card, are refused and counted (pool_rejected); Err reports
+// the first misuse.
 func (q *RxQueue) Recycle(descs []packetio.Desc) {
 	if q.closed.Load() {
 		return
 	}
 	for _, d := range descs {
-		q.pool.Push(q.pool.Base(d.Addr))
+		if d == (packetio.Desc{}) {
+			q.pool.RefuseZero(pool.OpRecycle)
+			continue
+		}
+		q.pool.Put(pool.OpRecycle, q.pool.Base(d.Addr))
 	}
 }
 

@@ -51,7 +51,7 @@ type TxQueue struct {
 	maxLen uint32 // the longest packet the link carries
 
 	poolEmpty atomic.Uint64
-	refused   atomic.Uint64 // descriptors longer than maxLen, turned away
+	refused   atomic.Uint64 // descriptors longer than maxLen, zero or not the caller's, turned away
 }
 
 var _ packetio.TxQueue = (*TxQueue)(nil)
@@ -113,7 +113,9 @@ func (q *TxQueue) Alloc(n int) []packetio.Desc {
 
 // Transmit hands a prefix of descs to the card and returns its length. A
 // descriptor longer than the link carries (MaxLen) ends the prefix before
-// the card sees it, stays the caller's and is counted in Refused.
+// the card sees it, stays the caller's and is counted in Refused. So do a
+// zero Desc and (packetio_checked) a frame the caller does not hold, which
+// Err reports as ErrNotOwned.
 func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 	if q.closed.Load() || len(descs) == 0 {
 		return 0
@@ -126,17 +128,43 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 		if descs[i].Len > q.maxLen {
 			return q.refuse(descs, i)
 		}
+		if !q.send(descs[i]) {
+			q.refused.Add(1)
+			return q.postSent(descs[:i])
+		}
 	}
-	return q.post(descs)
+	return q.postSent(descs)
+}
+
+// send records that the card holds d's frame from now on, or refuses a zero
+// Desc and (packetio_checked) a frame the caller does not hold.
+func (q *TxQueue) send(d packetio.Desc) bool {
+	if d == (packetio.Desc{}) {
+		q.pool.RefuseZero(pool.OpTransmit)
+		return false
+	}
+	return q.pool.Send(q.pool.Base(d.Addr))
+}
+
+// postSent posts descs, which send gave the card, and hands the frames the
+// ring did not take back to the caller (packetio_checked builds).
+func (q *TxQueue) postSent(descs []packetio.Desc) int {
+	n := 0
+	if len(descs) > 0 {
+		n = q.post(descs)
+	}
+	if pool.Checked() {
+		for _, d := range descs[n:] {
+			q.pool.Take(pool.OpReclaim, q.pool.Base(d.Addr))
+		}
+	}
+	return n
 }
 
 // refuse posts descs[:i], which fit the link, and counts descs[i], which
 // does not, as refused when the prefix went out whole.
 func (q *TxQueue) refuse(descs []packetio.Desc, i int) int {
-	n := 0
-	if i > 0 {
-		n = q.post(descs[:i])
-	}
+	n := q.postSent(descs[:i])
 	if n == i {
 		q.refused.Add(1)
 	}
@@ -169,6 +197,9 @@ func (q *TxQueue) Err() error {
 			return q.opErr("transmit", fmt.Errorf("ring %d: %w", i, err))
 		}
 	}
+	if err := q.pool.Misuse(); err != nil {
+		return q.opErr("transmit", err)
+	}
 	return nil
 }
 
@@ -179,7 +210,7 @@ func (q *TxQueue) Complete(max int) int {
 	}
 	q.done = q.reap(max, q.done[:0])
 	for _, d := range q.done {
-		q.pool.Push(q.pool.Base(d.Addr))
+		q.pool.Done(q.pool.Base(d.Addr))
 	}
 	return len(q.done)
 }
@@ -203,17 +234,37 @@ func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
 	if q.closed.Load() {
 		return out
 	}
-	return q.reap(max, out)
+	start := len(out)
+	out = q.reap(max, out)
+	if pool.Checked() {
+		for _, d := range out[start:] {
+			q.pool.Take(pool.OpReclaim, q.pool.Base(d.Addr))
+		}
+	}
+	return out
 }
 
-// Free returns frames to the pool unsent. Foreign and surplus frames are
-// refused and counted in Stats (pool_rejected).
+// Free returns frames to the pool unsent. A zero Desc, foreign and surplus
+// frames and (packetio_checked) one the caller does not hold, such as a
+// frame in flight, are refused and counted in Refused and pool_rejected;
+// Err reports the first misuse.
 func (q *TxQueue) Free(descs []packetio.Desc) {
 	if q.closed.Load() {
 		return
 	}
+	var refused uint64
 	for _, d := range descs {
-		q.pool.Push(q.pool.Base(d.Addr))
+		if d == (packetio.Desc{}) {
+			q.pool.RefuseZero(pool.OpFree)
+			refused++
+			continue
+		}
+		if !q.pool.Put(pool.OpFree, q.pool.Base(d.Addr)) {
+			refused++
+		}
+	}
+	if refused != 0 {
+		q.refused.Add(refused)
 	}
 }
 
