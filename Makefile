@@ -79,6 +79,8 @@ fuzz:
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime 300x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/bpfmatch/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzParse$$' -fuzztime 150000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/pcapfilter/
 	$(REQUIRED) $(GO) test -tags pcap -run XXX -fuzz '^FuzzLibpcap$$' -fuzztime 150000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/pcapfilter/
+	$(REQUIRED) $(GO) test -tags packetio_checked -run XXX -fuzz '^FuzzDescSequence$$' -fuzztime 20000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./pipe/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzOptions$$' -fuzztime 50000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./afxdp/
 
 hello:
 	$(GO) run ./examples/hello

@@ -199,7 +199,7 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 			"kick_retries":     st.KickRetries,
 			"kick_gave_up":     st.KickGaveUp,
 			"kick_busy":        st.KickBusy,
-			"pool_rejected":    st.Rejected,
+			"pool_rejected":    st.TxRejected, // the transmit side's part
 			"foreign":          st.Foreign,
 			"tx_invalid_descs": k.TxInvalidDescs,
 			"tx_ring_empty":    k.TxRingEmpty,
@@ -367,7 +367,7 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 			"rx_ring_full":       k.RxRingFull,
 			"rx_fill_ring_empty": k.RxFillRingEmpty,
 			"outstanding":        st.Filled - st.Received,
-			"pool_rejected":      st.Rejected,
+			"pool_rejected":      st.Rejected - st.TxRejected, // the receive side's part
 			"stamps_device":      st.StampsDevice,
 			"stamps_monotonic":   st.StampsMonotonic,
 			"unstamped":          st.Unstamped,

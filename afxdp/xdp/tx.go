@@ -419,7 +419,10 @@ func (s *Socket) retryKick() {
 // refuse counts a descriptor Transmit turned away.
 func (s *Socket) refuse(d Desc) {
 	s.t.st.rejected.Add(1)
-	if d.Len > s.maxTxLen {
+	switch {
+	case isZero(d):
+		s.t.pool.RefuseZero(pool.OpTransmit) // reported by Misuse in every build
+	case d.Len > s.maxTxLen:
 		s.t.st.tooLong.Add(1)
 	}
 }
