@@ -583,7 +583,15 @@ func TestKilledProcessLeavesNoProgram(t *testing.T) {
 	p := vethPair(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessLeavesNoProgram$")
 	cmd.Env = append(os.Environ(), "XDP_TEST_CHILD="+p.B.Link)
-	cmd.ExtraFiles = []*os.File{os.NewFile(uintptr(p.B.NamespaceFD()), "netns")}
+	// A duplicate, owned by the *os.File (whose finalizer closes it): the
+	// Pair keeps and closes its own descriptor.
+	nsfd, err := unix.Dup(p.B.NamespaceFD())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsFile := os.NewFile(uintptr(nsfd), "netns")
+	defer nsFile.Close()
+	cmd.ExtraFiles = []*os.File{nsFile}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
