@@ -476,9 +476,10 @@ func firstRx(t *testing.T, d Device) packetio.RxQueue {
 	return d.RxQueue(0)
 }
 
-func closeWakesAPoller(t *testing.T, open OpenFunc) {
-	d := device(t, open)
-	rx := firstRx(t, d)
+// blockInPoll drains rx and starts a goroutine that polls it until Poll
+// fails, then sends Poll's error; it returns once the goroutine had time to
+// block.
+func blockInPoll(rx packetio.RxQueue) <-chan error {
 	rx.Fill(rx.NumFreeFillSlots())
 	// Drain anything already queued so the poller really waits.
 	for i := 0; i < 100 && rx.NumReceived() > 0; i++ {
@@ -497,6 +498,13 @@ func closeWakesAPoller(t *testing.T, open OpenFunc) {
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
+	return done
+}
+
+func closeWakesAPoller(t *testing.T, open OpenFunc) {
+	d := device(t, open)
+	rx := firstRx(t, d)
+	done := blockInPoll(rx)
 	if err := d.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

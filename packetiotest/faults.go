@@ -432,22 +432,7 @@ func closeWakesPoll(t *testing.T, env *FaultEnv) {
 	d := openEnv(t, env)
 	needRx(t, d)
 	rx := d.RxQueue(0)
-	rx.Fill(rx.NumFreeFillSlots())
-	for i := 0; i < 100 && rx.NumReceived() > 0; i++ {
-		rx.Recycle(rx.Receive(1 << 10))
-	}
-	woke := make(chan error, 1)
-	go func() {
-		var err error
-		for err == nil {
-			var n int
-			if n, err = rx.Poll(10 * time.Second); n > 0 && err == nil {
-				time.Sleep(time.Millisecond)
-			}
-		}
-		woke <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
+	woke := blockInPoll(rx)
 	start := time.Now()
 	if err := rx.Close(); err != nil {
 		t.Fatalf("rx Close: %v", err)
