@@ -207,13 +207,22 @@ func writeJournalFile(dir string, jf journalFile) error {
 // writeDurably replaces dir/name with b: temporary file, fsync, rename,
 // fsync of the directory. dir is made (0700) if missing.
 func writeDurably(dir, name string, b []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("host: journal directory: %w", err)
-	}
 	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("host: journal: %w", err)
+	var f *os.File
+	// Another process may remove the directory, emptied, between our
+	// MkdirAll and the create (removeDurably): make it again.
+	for try := 0; ; try++ {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("host: journal directory: %w", err)
+		}
+		var err error
+		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) || try == 3 {
+			return fmt.Errorf("host: journal: %w", err)
+		}
 	}
 	_, werr := f.Write(b)
 	serr := f.Sync()
@@ -229,7 +238,10 @@ func writeDurably(dir, name string, b []byte) error {
 	return syncDir(dir)
 }
 
-// removeDurably removes dir/name, if it is there, and syncs dir.
+// removeDurably removes dir/name, if it is there, and syncs dir. The last
+// file out takes the directory with it (and DefaultRunDir, when that is
+// its parent and empty), so a host where every setting is back keeps
+// nothing of packetio's.
 func removeDurably(dir, name string) error {
 	err := os.Remove(filepath.Join(dir, name))
 	if errors.Is(err, os.ErrNotExist) {
@@ -238,7 +250,23 @@ func removeDurably(dir, name string) error {
 	if err != nil {
 		return fmt.Errorf("host: journal: %w", err)
 	}
-	return syncDir(dir)
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	removeEmpty(dir)
+	return nil
+}
+
+// removeEmpty removes the journal directory if nothing is in it, and the
+// default run directory above it likewise; a directory that is not empty
+// (another process's journal) stays, which is the expected failure.
+func removeEmpty(dir string) {
+	if os.Remove(dir) != nil {
+		return
+	}
+	if parent := filepath.Dir(dir); parent == DefaultRunDir {
+		os.Remove(parent)
+	}
 }
 
 func syncDir(dir string) error {

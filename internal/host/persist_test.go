@@ -85,6 +85,14 @@ func TestJournalFileBeforeWrite(t *testing.T) {
 	if files := readJournalDir(t, run); len(files) != 0 {
 		t.Fatalf("journal files left after Restore: %v", files)
 	}
+	// The last file out takes the journal directory with it; a run
+	// directory that is not DefaultRunDir is the caller's and stays.
+	if _, err := os.Stat(journalDir(run)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the emptied journal directory is still there: %v", err)
+	}
+	if _, err := os.Stat(run); err != nil {
+		t.Fatalf("the caller's run directory went: %v", err)
+	}
 }
 
 // TestJournalUnwritableRefuses: a setting whose original cannot be put on
