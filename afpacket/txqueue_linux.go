@@ -679,7 +679,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 	q.Free(descs[built:])
 	sent, err := q.transmit(descs[:built], nil)
 	q.Free(descs[sent:built])
-	if err == nil {
+	if err == nil && q.failed.Load() {
 		err = q.Err() // the interface went away during this call
 	}
 	return sent, err

@@ -126,12 +126,24 @@ func (t *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 	return n, opErr(t.d, "transmit", t.index, err)
 }
 
-// Err reports a closed or failed queue.
+// Err reports a closed or failed queue, and then the first frame misuse
+// (ErrNotOwned), which does not stop the queue.
 func (t *TxQueue) Err() error {
+	if err := t.failure(); err != nil {
+		return err
+	}
+	if err := t.q.Err(); err != nil {
+		return opErr(t.d, "transmit", t.index, err)
+	}
+	return nil
+}
+
+// failure is Err without the misuse: what stops the queue.
+func (t *TxQueue) failure() error {
 	if t.dead() {
 		return opErr(t.d, "transmit", t.index, packetio.ErrClosed)
 	}
-	if err := t.q.Err(); err != nil {
+	if err := t.q.Failure(); err != nil {
 		return opErr(t.d, "transmit", t.index, err)
 	}
 	if n := t.mp.Drops(); n > 0 {
@@ -189,7 +201,7 @@ func (t *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 	t.q.Complete(1 << 30)
 	d := t.q.Alloc(count)
 	if len(d) == 0 {
-		return 0, t.Err()
+		return 0, t.failure()
 	}
 	b := t.d.region.Bytes
 	mask := uint64(t.d.info.FrameSize - 1)

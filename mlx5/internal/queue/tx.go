@@ -188,7 +188,20 @@ func (q *TxQueue) post(descs []packetio.Desc) int {
 
 // Err is nil while healthy; a card failure wraps ErrQueueFailed, and after
 // Close it wraps ErrClosed.
+// In a packetio_checked build it also reports the first frame misuse
+// (ErrNotOwned), which does not stop the queue.
 func (q *TxQueue) Err() error {
+	if err := q.failure(); err != nil {
+		return err
+	}
+	if err := q.pool.Misuse(); err != nil {
+		return q.opErr("transmit", err)
+	}
+	return nil
+}
+
+// failure is Err without the misuse: what stops the queue.
+func (q *TxQueue) failure() error {
 	if q.closed.Load() {
 		return q.opErr("transmit", packetio.ErrClosed)
 	}
@@ -196,9 +209,6 @@ func (q *TxQueue) Err() error {
 		if err := r.Err(); err != nil {
 			return q.opErr("transmit", fmt.Errorf("ring %d: %w", i, err))
 		}
-	}
-	if err := q.pool.Misuse(); err != nil {
-		return q.opErr("transmit", err)
 	}
 	return nil
 }
@@ -315,7 +325,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		return 0, q.opErr("send", packetio.ErrClosed)
 	}
 	q.Complete(1 << 30)
-	if err := q.Err(); err != nil {
+	if err := q.failure(); err != nil {
 		return 0, err
 	}
 	descs := q.Alloc(count)
@@ -337,7 +347,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 	sent := q.Transmit(descs[:built])
 	q.Free(descs[sent:])
 	if sent < built {
-		if err := q.Err(); err != nil {
+		if err := q.failure(); err != nil {
 			return sent, err
 		}
 	}
