@@ -2,9 +2,9 @@ package afpacket
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/host"
 )
 
 // Limits and defaults. Every count and size below is what Open uses when the
@@ -150,20 +150,10 @@ func validate(ifname string, opts []Option) (resolved, error) {
 	return r, nil
 }
 
-// maxNameLen is the longest interface name Linux accepts (IFNAMSIZ less
-// the terminating NUL).
-const maxNameLen = 15
-
-// checkName refuses a name no interface can have: empty, longer than 15
-// bytes, "." or "..", or holding a NUL, a slash or white space.
+// checkName refuses a name no interface can have (host.ValidInterfaceName).
 func checkName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: interface name %q is empty", packetio.ErrInvalid, name)
-	case len(name) > maxNameLen:
-		return fmt.Errorf("%w: interface name %q is %d bytes, at most %d", packetio.ErrInvalid, name, len(name), maxNameLen)
-	case name == "." || name == ".." || strings.ContainsAny(name, "\x00/ \t\n\v\f\r"):
-		return fmt.Errorf("%w: interface name %q cannot name an interface (NUL, slash, space, \".\" or \"..\")", packetio.ErrInvalid, name)
+	if !host.ValidInterfaceName(name) {
+		return fmt.Errorf("%w: interface name %q cannot name an interface: want 1 to 15 bytes, not \".\" or \"..\", no NUL, '/', ':' or white space", packetio.ErrInvalid, name)
 	}
 	return nil
 }

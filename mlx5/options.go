@@ -4,9 +4,9 @@ package mlx5
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/mlx5/internal/ring"
 	"github.com/packetio/packetio/mlx5/internal/wqe"
 )
@@ -219,20 +219,10 @@ func validate(ifname string, opts []Option) (config, error) {
 	return c, nil
 }
 
-// maxNameLen is the longest interface name Linux accepts (IFNAMSIZ less
-// the terminating NUL).
-const maxNameLen = 15
-
-// checkName refuses a name no interface can have: empty, longer than 15
-// bytes, "." or "..", or holding a NUL, a slash or white space.
+// checkName refuses a name no interface can have (host.ValidInterfaceName).
 func checkName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("mlx5: interface name %q is empty: %w", name, packetio.ErrInvalid)
-	case len(name) > maxNameLen:
-		return fmt.Errorf("mlx5: interface name %q is %d bytes, at most %d: %w", name, len(name), maxNameLen, packetio.ErrInvalid)
-	case name == "." || name == ".." || strings.ContainsAny(name, "\x00/ \t\n\v\f\r"):
-		return fmt.Errorf("mlx5: interface name %q cannot name an interface (NUL, slash, space, \".\" or \"..\"): %w", name, packetio.ErrInvalid)
+	if !host.ValidInterfaceName(name) {
+		return fmt.Errorf("mlx5: interface name %q cannot name an interface: want 1 to 15 bytes, not \".\" or \"..\", no NUL, '/', ':' or white space: %w", name, packetio.ErrInvalid)
 	}
 	return nil
 }

@@ -716,9 +716,7 @@ func setXDP(sock *nl.SocketHandle, ifindex, fd, expected, flags int) error {
 // "..", or holding a NUL, a '/', a ':' or white space (the kernel's
 // dev_valid_name).
 func CheckInterfaceName(name string) error {
-	bad := name == "" || len(name) >= unix.IFNAMSIZ || name == "." || name == ".." ||
-		strings.ContainsAny(name, "\x00/: \t\n\v\f\r")
-	if bad {
+	if !host.ValidInterfaceName(name) {
 		return fmt.Errorf("%w: bad interface name %q: want 1 to %d bytes, no NUL, '/', ':' or white space", packetio.ErrInvalid, name, unix.IFNAMSIZ-1)
 	}
 	return nil

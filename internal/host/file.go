@@ -120,10 +120,14 @@ func readFile(path string) (string, error) {
 }
 
 // safeName reports whether an interface name can be joined into a path
-// without leaving the directory, and fits IFNAMSIZ.
-func safeName(s string) bool {
-	if s == "" || len(s) > 15 || s == "." || s == ".." {
-		return false
-	}
-	return !strings.ContainsAny(s, "/\x00")
+// without leaving the directory: any name an interface can have.
+func safeName(s string) bool { return ValidInterfaceName(s) }
+
+// ValidInterfaceName reports whether a Linux interface can have the name:
+// 1 to 15 bytes (IFNAMSIZ less its NUL), not "." or "..", and no NUL, '/',
+// ':' or white space (the kernel's dev_valid_name). Every backend that
+// takes an interface name checks it here before any system call.
+func ValidInterfaceName(s string) bool {
+	return s != "" && len(s) < unix.IFNAMSIZ && s != "." && s != ".." &&
+		!strings.ContainsAny(s, "\x00/: \t\n\v\f\r")
 }
