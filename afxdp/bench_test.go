@@ -82,9 +82,13 @@ func BenchmarkTransmit(b *testing.B) {
 
 func BenchmarkReceive(b *testing.B) { benchReceive(b) }
 
-// BenchmarkReceiveUnstamped is BenchmarkReceive with WithoutTimestamps: the
-// program does not stamp, as afxdp/xdp's BenchmarkReceive/native.
-func BenchmarkReceiveUnstamped(b *testing.B) { benchReceive(b, afxdp.WithoutTimestamps()) }
+// BenchmarkReceiveStamped is BenchmarkReceive with WithTimestamps: the
+// program stamps every frame, and the loop reads the stamps.
+func BenchmarkReceiveStamped(b *testing.B) { benchReceive(b, afxdp.WithTimestamps()) }
+
+// BenchmarkReceiveBusyPoll is BenchmarkReceive with WithBusyPoll(50, 64)
+// and a loop that never sleeps in Poll.
+func BenchmarkReceiveBusyPoll(b *testing.B) { benchReceive(b, afxdp.WithBusyPoll(50, 64)) }
 
 func benchReceive(b *testing.B, opts ...afxdp.Option) {
 	testenv.NeedBPF(b)

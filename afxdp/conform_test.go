@@ -78,7 +78,7 @@ func TestConformanceTimestamps(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			pair := netns.New(t)
-			packetiotest.RunTimestamps(t, opener(pair.A, m.opt), func(t *testing.T, d packetiotest.Device) int {
+			packetiotest.RunTimestamps(t, opener(pair.A, m.opt, afxdp.WithTimestamps()), func(t *testing.T, d packetiotest.Device) int {
 				peer := opener(pair.B, m.opt)(t)
 				defer peer.Close()
 				return sendTestFrames(t, peer.TxQueue(0), 16)

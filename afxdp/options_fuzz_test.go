@@ -50,7 +50,7 @@ func fuzzOptions(b []byte) []Option {
 		case 7:
 			opts = append(opts, WithMultiBuffer())
 		case 8:
-			opts = append(opts, WithTxChecksumOffload(), WithoutTimestamps())
+			opts = append(opts, WithTxChecksumOffload(), WithTimestamps())
 		case 9:
 			opts = append(opts, WithXDP(xdp.WithBusyPoll(next(), next())))
 		case 10:

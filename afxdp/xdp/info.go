@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
 )
@@ -28,6 +30,11 @@ type Info struct {
 	BindFlags uint16
 	// NeedWakeup is whether the sockets use XDP_USE_NEED_WAKEUP.
 	NeedWakeup bool
+	// BusyPoll is the busy-polling of the sockets: SO_BUSY_POLL and
+	// SO_PREFER_BUSY_POLL as the kernel reports them, and the
+	// SO_BUSY_POLL_BUDGET that was set (the kernel does not report it);
+	// "off" when SO_BUSY_POLL is 0.
+	BusyPoll string
 	// FrameSize and NumFrames describe each socket's frames, TxFrames how
 	// many of them transmit.
 	FrameSize, NumFrames, TxFrames int
@@ -76,6 +83,9 @@ func (i Info) String() string {
 	if !i.NeedWakeup {
 		b.WriteString(", no need-wakeup")
 	}
+	if i.BusyPoll != "" && i.BusyPoll != "off" {
+		fmt.Fprintf(&b, ", busy-poll %s", i.BusyPoll)
+	}
 	fmt.Fprintf(&b, ", filter %s", i.Filter)
 	if i.Timestamps != "" && i.Timestamps != "off" {
 		fmt.Fprintf(&b, ", rx stamps: %s", i.Timestamps)
@@ -111,6 +121,7 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	if len(f.sockets) > 0 {
 		in.BindFlags = f.sockets[0].bindFlags
 		in.NeedWakeup = f.sockets[0].needWakeup
+		in.BusyPoll = busyPollSetting(f.sockets[0].fd, c.busyBudget)
 	}
 	in.SharedUMEM = f.umem != nil
 	in.MultiBuffer = c.multiBuf
@@ -132,6 +143,21 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	if grp.native && c.mode == ModeAuto && len(f.info.Tried) == 0 && !in.ZeroCopy {
 		in.Decisions = append(in.Decisions, "zero-copy not granted by the driver: native copy mode")
 	}
+}
+
+// busyPollSetting reads back a socket's busy-polling options: "off", or
+// "50us budget 64, preferred". budget is the SO_BUSY_POLL_BUDGET that was
+// set, which getsockopt does not report.
+func busyPollSetting(fd, budget int) string {
+	usecs, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL)
+	if err != nil || usecs == 0 {
+		return "off"
+	}
+	s := fmt.Sprintf("%dus budget %d", usecs, budget)
+	if pref, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PREFER_BUSY_POLL); err == nil && pref != 0 {
+		s += ", preferred"
+	}
+	return s
 }
 
 // Info reports how the fleet is running. On a closed or nil Fleet it

@@ -125,7 +125,12 @@ func xdpRows(row func(string, any), d *afxdp.Device) {
 	row("XDP mode", fmt.Sprintf("%s, driver %s, %d of %d queues bound", in.Mode, drv, in.Queues, in.QueuesTotal))
 	row("XDP zero-copy", zc)
 	row("XDP filter", in.Filter)
-	row("arrival stamps", in.Timestamps)
+	stamps := in.Timestamps
+	if stamps == "off" {
+		stamps = "off (afxdp.WithTimestamps turns them on)"
+	}
+	row("arrival stamps", stamps)
+	row("busy-poll", in.BusyPoll)
 	tuning := "none (nothing on the host changed)"
 	if len(in.Tuning) > 0 {
 		tuning = strings.Join(in.Tuning, "; ") + " (restored on Close)"

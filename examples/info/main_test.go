@@ -35,7 +35,7 @@ func TestInfoOnAFXDP(t *testing.T) {
 	t.Log(out.String())
 	for _, want := range []string{"(2 queues each way)", "backend                      afxdp", "2 transmit, 2 receive",
 		"steering                     ethertype 0x88b6", "XDP mode                     native, driver veth, 2 of 2 queues bound",
-		"XDP zero-copy                no", "XDP filter                   ethertype/0x88b6", "arrival stamps               CLOCK_MONOTONIC",
+		"XDP zero-copy                no", "XDP filter                   ethertype/0x88b6", "arrival stamps               off (afxdp.WithTimestamps", "busy-poll                    off",
 		"host tuning", "afxdp Info                   ", "rx 1"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

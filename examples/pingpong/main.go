@@ -80,7 +80,7 @@ type config struct {
 func open(b string, lowLatency bool) func(string) (packetio.Device, error) {
 	steer := backend.Steering(b, packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, port)})
 	return func(name string) (packetio.Device, error) {
-		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1, LowLatency: lowLatency, Steering: steer})
+		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1, LowLatency: lowLatency, Steering: steer, Stamps: true})
 	}
 }
 

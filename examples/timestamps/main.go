@@ -88,7 +88,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	defer bed.Close()
 	steer := backend.Steering(o.backend, packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, uint16(o.port))})
 	dev, err := bed.Open(func(name string) (packetio.Device, error) {
-		return backend.Open(o.backend, name, backend.Config{TxQueues: 1, RxQueues: 1, Steering: steer})
+		return backend.Open(o.backend, name, backend.Config{TxQueues: 1, RxQueues: 1, Steering: steer, Stamps: true})
 	})
 	if err != nil {
 		return res, err

@@ -24,6 +24,12 @@ func init() {
 		if c.FrameSize > 0 {
 			opts = append(opts, afxdp.WithFrameSize(c.FrameSize))
 		}
+		if c.Stamps {
+			opts = append(opts, afxdp.WithTimestamps())
+		}
+		if c.BusyPoll {
+			opts = append(opts, afxdp.WithBusyPoll(BusyPollUsecs, BusyPollBudget))
+		}
 		return afxdp.Open(name, opts...)
 	})
 }

@@ -22,7 +22,23 @@ type Config struct {
 	// has one (afpacket: WithLowLatency). The polling backends (dpdk,
 	// mlx5) have no wait to shorten and ignore it.
 	LowLatency bool
+	// Stamps asks for arrival timestamps where they cost something and
+	// are therefore off by default (afxdp: WithTimestamps). Backends that
+	// stamp for free (afpacket, the kernel's own stamp) ignore it.
+	Stamps bool
+	// BusyPoll asks the backend to busy-poll its queues where it can
+	// (afxdp: WithBusyPoll(BusyPollUsecs, BusyPollBudget)); the polling
+	// backends (dpdk, mlx5) always do, and afpacket has no such mode.
+	BusyPoll bool
 }
+
+// The busy-polling Config.BusyPoll asks of afxdp: SO_BUSY_POLL of 50 µs
+// with a budget of 64 packets per poll, what the kernel's AF_XDP sample
+// uses.
+const (
+	BusyPollUsecs  = 50
+	BusyPollBudget = 64
+)
 
 // Opener opens a device on an interface (or a backend-specific name).
 type Opener func(name string, c Config) (packetio.Device, error)
