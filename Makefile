@@ -6,9 +6,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DEBS        := libdpdk-dev libibverbs-dev libpcap-dev pkg-config ethtool dpdk-dev
 REQUIRED    := PACKETIO_CONFORM_REQUIRED=1
 
-.PHONY: test deps lint unit checked tagged netstack fuzz hello
+.PHONY: test deps lint unit checked tagged netstack fuzz hello benchcheck bench
 
-test: deps lint unit checked tagged netstack fuzz
+test: deps lint unit checked tagged netstack benchcheck fuzz
 
 # Debian packages the cgo backends build against. Installed only if missing.
 deps:
@@ -63,6 +63,34 @@ netstack:
 	cd netstack && $(REQUIRED) $(GO) test -race -count=1 ./...
 	cd netstack && $(REQUIRED) $(GO) test -tags packetio_checked -count=1 ./...
 	cd netstack && $(REQUIRED) $(GO) test -tags dpdk -count=1 -run 'Veth|DPDK' ./...
+
+# Every benchmark runs once (-benchtime 1x): CI checks that they run, never
+# how fast (that is `make bench`, on a quiet machine).
+benchcheck:
+	$(REQUIRED) $(GO) test -run XXX -bench . -benchtime 1x ./...
+	$(REQUIRED) $(GO) test -run XXX -bench . -benchtime 1x -tags dpdk ./dpdk/...
+
+# The packet-rate numbers: the datapath benchmarks, BENCHCOUNT runs each,
+# interleaved (one -count per loop round, so the runs of one benchmark are
+# spread over the whole time), then the sweep of every backend beside the C
+# references (C AF_XDP, testpmd, trafgen, netsniff-ng) on the same veth in
+# the same run. Root, a quiet machine, about 20 minutes. Results go to
+# BENCHOUT; nothing else on the host changes.
+BENCHCOUNT ?= 5
+BENCHN     ?= 2000000x
+BENCHOUT   ?= /tmp/packetio-bench
+BENCHDEBS  := dpdk netsniff-ng tcpdump libxdp-dev libbpf-dev gcc
+bench: deps
+	@missing=""; for p in $(BENCHDEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	mkdir -p $(BENCHOUT)
+	for i in $$(seq $(BENCHCOUNT)); do \
+		$(REQUIRED) $(GO) test -run XXX -bench . -benchtime $(BENCHN) -count 1 ./afxdp/ ./afxdp/xdp/ ./afpacket/ || exit 1; \
+	done | tee $(BENCHOUT)/bench.txt
+	$(GO) run -tags dpdk ./examples/sweep -passes $(BENCHCOUNT) -out $(BENCHOUT)/sweep
 
 # Bounded fuzz runs of the compilers, beyond their seed corpora (which the
 # unit runs cover). Every input of a BPF-loading target loads a program:

@@ -1,9 +1,12 @@
 package afxdp_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
@@ -58,6 +61,75 @@ func TestBusyPoll(t *testing.T) {
 		}
 		if got := d.Info().Timestamps; got != "off" {
 			t.Fatalf("Info().Timestamps = %q without WithTimestamps, want off", got)
+		}
+	})
+}
+
+// TestPollSpin: an idle queue spins once and then sleeps at once in every
+// later Poll (one miss, however many Polls); packets found waiting turn
+// the spin back on; WithPollSpin(-1) never spins; a spin longer than 1ms is
+// refused naming the option.
+func TestPollSpin(t *testing.T) {
+	testenv.NeedBPF(t)
+	spins := func(t *testing.T, rx packetio.RxQueue) (hits, misses uint64) {
+		t.Helper()
+		st, err := rx.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Backend["spin_hits"], st.Backend["spin_misses"]
+	}
+	idlePolls := func(t *testing.T, rx packetio.RxQueue, n int) {
+		t.Helper()
+		for range n {
+			if k, err := rx.Poll(2 * time.Millisecond); k != 0 || err != nil {
+				t.Fatalf("idle Poll = %d, %v", k, err)
+			}
+		}
+	}
+	t.Run("default", func(t *testing.T) {
+		p := netns.New(t)
+		d := openOn(t, p.A, afxdp.WithSteering(testFilter), afxdp.WithFrames(1024))
+		peer := openOn(t, p.B, afxdp.WithSteering(testFilter), afxdp.WithFrames(1024))
+		rx := d.RxQueue(0)
+		rx.Fill(rx.NumFreeFillSlots())
+		idlePolls(t, rx, 5)
+		if _, misses := spins(t, rx); misses != 1 {
+			t.Fatalf("5 idle Polls spun %d times without finding anything, want 1 (then sleep at once)", misses)
+		}
+		sent := sendTestFrames(t, peer.TxQueue(0), 16)
+		got := 0
+		for deadline := time.Now().Add(5 * time.Second); got < sent && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // let them wait: Poll finds them at once
+			if _, err := rx.Poll(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			descs := rx.Receive(64)
+			got += len(descs)
+			rx.Recycle(descs)
+		}
+		if got != sent {
+			t.Fatalf("received %d of %d", got, sent)
+		}
+		idlePolls(t, rx, 3)
+		if _, misses := spins(t, rx); misses != 2 {
+			t.Fatalf("after packets were found waiting, idle Polls spun %d times in all, want 2", misses)
+		}
+	})
+	t.Run("never", func(t *testing.T) {
+		p := netns.New(t)
+		d := openOn(t, p.A, afxdp.WithSteering(testFilter), afxdp.WithFrames(1024), afxdp.WithPollSpin(-1))
+		rx := d.RxQueue(0)
+		rx.Fill(rx.NumFreeFillSlots())
+		idlePolls(t, rx, 3)
+		if hits, misses := spins(t, rx); hits+misses != 0 {
+			t.Fatalf("WithPollSpin(-1) spun: %d hits, %d misses", hits, misses)
+		}
+	})
+	t.Run("too long", func(t *testing.T) {
+		_, err := afxdp.Open("lo", afxdp.WithSteering(testFilter), afxdp.WithPollSpin(2*time.Millisecond))
+		if !errors.Is(err, packetio.ErrInvalid) || !strings.Contains(err.Error(), "WithPollSpin(2ms)") {
+			t.Fatalf("Open with a 2ms spin: %v, want ErrInvalid naming WithPollSpin(2ms)", err)
 		}
 	})
 }

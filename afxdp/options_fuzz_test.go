@@ -31,7 +31,7 @@ func fuzzOptions(b []byte) []Option {
 	for len(b) > 0 {
 		sel := b[0]
 		b = b[1:]
-		switch sel % 12 {
+		switch sel % 14 {
 		case 0:
 			opts = append(opts, WithSteering(packetio.SteeringFilter{Promiscuous: true}))
 		case 1:
@@ -57,6 +57,10 @@ func fuzzOptions(b []byte) []Option {
 			opts = append(opts, WithXDP(xdp.WithTxReuseRxFrames()))
 		case 11:
 			opts = append(opts, WithReplaceProgram(), WithXDP(xdp.WithRingSize(next())))
+		case 12:
+			opts = append(opts, WithBusyPoll(next(), next()))
+		case 13:
+			opts = append(opts, WithPollSpin(time.Duration(next())*time.Microsecond))
 		}
 	}
 	return opts

@@ -363,6 +363,8 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 		Dropped:   k.RxDropped + k.RxRingFull,
 		Backend: map[string]uint64{
 			"rx_kicks":           st.RxKicks,
+			"spin_hits":          st.SpinHits,
+			"spin_misses":        st.SpinMisses,
 			"rx_dropped":         k.RxDropped,
 			"rx_ring_full":       k.RxRingFull,
 			"rx_fill_ring_empty": k.RxFillRingEmpty,

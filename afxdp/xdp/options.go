@@ -84,6 +84,7 @@ type config struct {
 	reuseRx    bool
 	busyUsecs  int
 	busyBudget int
+	pollSpin   time.Duration // 0: DefaultPollSpin; negative: none
 	multiBuf   bool
 	stamps     bool
 	txMeta     bool
@@ -204,6 +205,23 @@ func WithTxReuseRxFrames() Option { return func(c *config) { c.reuseRx = true } 
 func WithBusyPoll(usecs, budget int) Option {
 	return func(c *config) { c.busyUsecs, c.busyBudget = usecs, budget }
 }
+
+// DefaultPollSpin is how long Poll looks at an empty receive ring before it
+// sleeps, unless WithPollSpin says otherwise.
+const DefaultPollSpin = 50 * time.Microsecond
+
+// maxPollSpin bounds WithPollSpin: longer is a busy loop, which a caller
+// writes as Poll(0) in a loop.
+const maxPollSpin = time.Millisecond
+
+// WithPollSpin sets how long Poll looks at an empty receive ring before it
+// sleeps in poll(2): d of 0 is DefaultPollSpin, a negative d never spins,
+// and at most 1ms. Under load the next batch arrives within the spin, so the
+// receiver never sleeps and the kernel (in softirq, on the sender's core)
+// never has to wake it; a spin that finds nothing turns spinning off until
+// a Poll finds packets already waiting, so an idle or slow queue sleeps at
+// once and costs no CPU. Stats().SpinHits and SpinMisses count the spins.
+func WithPollSpin(d time.Duration) Option { return func(c *config) { c.pollSpin = d } }
 
 // WithMultiBuffer lets a packet span several frames: the program is loaded
 // with the frags flag and the sockets bound with XDP_USE_SG. Read packets
@@ -333,6 +351,17 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{packetio.ErrInvalid}, args...)...)
 }
 
+// spinTime is the spin Poll makes before it sleeps.
+func (c *config) spinTime() time.Duration {
+	switch {
+	case c.pollSpin < 0:
+		return 0
+	case c.pollSpin == 0:
+		return DefaultPollSpin
+	}
+	return c.pollSpin
+}
+
 func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 
 // checkOptions refuses an option value no socket could take, naming the
@@ -352,6 +381,8 @@ func (c *config) checkOptions() error {
 		return invalid("WithTxFrames(%d): want 1 to the frame count, or 0 for half", c.txFrames)
 	case c.busyUsecs < 0 || c.busyBudget < 0 || c.busyBudget > maxBusyBudget || (c.busyUsecs == 0) != (c.busyBudget == 0):
 		return invalid("WithBusyPoll(%d, %d): want both above 0 (budget at most %d), or both 0 for off", c.busyUsecs, c.busyBudget, maxBusyBudget)
+	case c.pollSpin > maxPollSpin:
+		return invalid("WithPollSpin(%v): at most %v (a negative value never spins, 0 is %v)", c.pollSpin, maxPollSpin, DefaultPollSpin)
 	case c.extra < 0 || c.extra > maxNumFrames*maxFrameSize:
 		return invalid("WithSharedMemory(%d): want 0 to %d bytes", c.extra, maxNumFrames*maxFrameSize)
 	}

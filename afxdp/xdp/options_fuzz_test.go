@@ -89,7 +89,7 @@ func fuzzOptions(b []byte) []Option {
 	for len(b) > 0 {
 		sel := b[0]
 		b = b[1:]
-		switch sel % 14 {
+		switch sel % 15 {
 		case 0:
 			opts = append(opts, WithQueues(next()))
 		case 1:
@@ -118,6 +118,8 @@ func fuzzOptions(b []byte) []Option {
 			opts = append(opts, WithTxMetadata(), WithRxTimestamps())
 		case 13:
 			opts = append(opts, WithTxReuseRxFrames())
+		case 14:
+			opts = append(opts, WithPollSpin(time.Duration(next())*time.Microsecond))
 		}
 	}
 	return opts

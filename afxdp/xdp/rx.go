@@ -131,7 +131,11 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	}
 	s.maybePin()
 	if n := s.r.ring.ready(); n > 0 {
+		s.r.spinCold.Store(false) // packets wait: the queue is busy
 		return int(n), nil
+	}
+	if n := s.spinFor(timeout); n > 0 {
+		return n, nil
 	}
 	fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
 	var deadline time.Time
@@ -175,6 +179,41 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 		}
 	}
 	return int(s.r.ring.ready()), nil
+}
+
+// spinLooks is how many looks at the ring a spin makes between reads of
+// the clock and of the socket's state.
+const spinLooks = 64
+
+// spinFor looks at the receive ring for up to the socket's spin (less when
+// timeout is shorter) and returns the ready count, 0 when the spin ends
+// empty: nothing came, the socket is closing or failed (Poll's system
+// call then says which), or the driver asks for a wake-up, which only the
+// system call gives. A spin that finds nothing makes the next ones sleep at
+// once (spinCold) until a Poll finds packets already waiting.
+func (s *Socket) spinFor(timeout time.Duration) int {
+	if s.spin <= 0 || timeout == 0 || s.r.spinCold.Load() || s.NeedsWakeupRx() {
+		return 0
+	}
+	d := s.spin
+	if timeout > 0 {
+		d = min(d, timeout)
+	}
+	start := time.Now()
+	for {
+		for range spinLooks {
+			if n := s.r.ring.ready(); n > 0 {
+				s.r.st.spinHits.Add(1)
+				return int(n)
+			}
+		}
+		if s.closing.Load() || s.rxStopped.Load() || s.failed.Load() != nil || time.Since(start) >= d {
+			break
+		}
+	}
+	s.r.st.spinMisses.Add(1)
+	s.r.spinCold.Store(true)
+	return 0
 }
 
 // probeEvery bounds how long Poll waits without asking the kernel whether

@@ -62,6 +62,7 @@ type Socket struct {
 	zeroCopy       bool
 	multiBuffer    bool
 	stamps         bool
+	spin           time.Duration // how long Poll spins before it sleeps; 0 never
 	txMeta         bool
 	reuseRx        bool
 	bindFlags      uint16
@@ -112,6 +113,9 @@ type rxHalf struct {
 	whole []Desc // ReceiveWhole's result
 
 	probed atomic.Int64 // when Poll last asked whether the device is there, since epoch
+	// spinCold is set when Poll's last spin found nothing: the next Poll
+	// sleeps at once, until one finds packets already waiting.
+	spinCold atomic.Bool
 
 	ops atomic.Int64 // receive calls in progress, for Close
 	st  rxCounters
@@ -146,6 +150,7 @@ type rxCounters struct {
 	rxBytes                                     atomic.Uint64
 	unstamped                                   atomic.Uint64
 	stampsDevice, stampsMonotonic               atomic.Uint64
+	spinHits, spinMisses                        atomic.Uint64
 }
 
 // txCounters are the transmit side's counters.
@@ -205,7 +210,7 @@ func openSocket(sp socketSpec) (*Socket, error) {
 	g, c := sp.geo, sp.cfg
 	s := &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, ifname: ifaceName(sp.ifindex), queue: sp.queue, frameSize: g.frameSize,
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
-		multiBuffer: c.multiBuf, stamps: c.stamps, txMeta: c.txMeta, reuseRx: c.reuseRx,
+		multiBuffer: c.multiBuf, stamps: c.stamps, spin: c.spinTime(), txMeta: c.txMeta, reuseRx: c.reuseRx,
 		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1, pins: new(threadPins)}
 	s.maxTxLen = linkMaxTxLen(sp.ifindex, g.frameSize)
 	s.epoch = time.Now()

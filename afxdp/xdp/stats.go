@@ -23,6 +23,10 @@ type Stats struct {
 	CompletionBatches uint64
 	// Polls counts poll(2) calls, RxKicks receive wake-ups (WakeupRx).
 	Polls, RxKicks uint64
+	// SpinHits counts Polls whose spin (WithPollSpin) saw packets arrive
+	// without a system call, SpinMisses spins that found nothing and went
+	// on to sleep.
+	SpinHits, SpinMisses uint64
 	// Kicks counts transmit sendto calls (retries included),
 	// KicksSuppressed the batches need-wakeup let go without one.
 	Kicks, KicksSuppressed uint64
@@ -117,7 +121,7 @@ func (s *Socket) Stats() (Stats, error) {
 	r, t := &s.r.st, &s.t.st
 	st := Stats{
 		Filled: r.filled.Load(), Received: r.received.Load(), RxBatches: r.rxBatches.Load(), RxBytes: r.rxBytes.Load(),
-		Polls: r.polls.Load(), RxKicks: r.rxKicks.Load(), FillPoolEmpty: r.fillPoolEmpty.Load(),
+		Polls: r.polls.Load(), RxKicks: r.rxKicks.Load(), SpinHits: r.spinHits.Load(), SpinMisses: r.spinMisses.Load(), FillPoolEmpty: r.fillPoolEmpty.Load(),
 		StampsDevice: r.stampsDevice.Load(), StampsMonotonic: r.stampsMonotonic.Load(), Unstamped: r.unstamped.Load(),
 		Transmitted: t.transmitted.Load(), Completed: t.completed.Load(), CompletionBatches: t.compBatches.Load(), TxBatches: t.txBatches.Load(), TxBytes: t.txBytes.Load(),
 		Kicks: t.kicks.Load(), KicksSuppressed: t.kicksSuppressed.Load(),
