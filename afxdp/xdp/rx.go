@@ -108,8 +108,10 @@ func (s *Socket) FreeRxFrames() int {
 
 // Poll waits until a packet is ready or timeout passes, and returns the
 // ready count. A negative timeout waits until a packet arrives or Close; a
-// zero one does not sleep but still makes the system call, which is what
-// wakes a parked driver. It returns at once, with no system call, when
+// zero one does not sleep but still makes one system call (a non-blocking
+// recvfrom), which is what wakes a parked driver and, with WithBusyPoll,
+// what runs the queue's NAPI poll in this thread. A positive one first
+// spins on the ring for up to WithPollSpin's time before it sleeps. It returns at once, with no system call, when
 // packets are already waiting. Close (or CloseRx) wakes it with an error
 // wrapping ErrClosed. When the device goes away it returns, within
 // probeEvery, an error wrapping packetio.ErrDeviceGone (the kernel wakes no
@@ -133,6 +135,9 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if n := s.r.ring.ready(); n > 0 {
 		s.r.spinCold.Store(false) // packets wait: the queue is busy
 		return int(n), nil
+	}
+	if timeout == 0 {
+		return s.pollNow()
 	}
 	if n := s.spinFor(timeout); n > 0 {
 		return n, nil
@@ -179,6 +184,34 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 		}
 	}
 	return int(s.r.ring.ready()), nil
+}
+
+// pollNow is Poll(0) on an empty ring: one non-blocking recvfrom, the
+// cheapest system call that does what a zero-timeout poll is for. It
+// busy-polls the queue's NAPI context when the socket busy-polls (as
+// DPDK's net_af_xdp does), wakes a parked driver where the driver asks,
+// and fails with ENXIO once the kernel has unbound the socket from a
+// device that went away. ppoll would do the same and set up a wait on two
+// descriptors besides.
+func (s *Socket) pollNow() (int, error) {
+	s.r.st.polls.Add(1)
+	switch e := wakeRx(s.fd); e {
+	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY:
+	case unix.ENXIO:
+		return 0, s.fail("poll", errGone(e))
+	default:
+		return 0, s.opErr("poll", e)
+	}
+	if s.closing.Load() || s.rxStopped.Load() {
+		return 0, s.opErr("poll", ErrClosed)
+	}
+	if n := s.r.ring.ready(); n > 0 {
+		return int(n), nil
+	}
+	if err := s.failure("poll"); err != nil {
+		return 0, err
+	}
+	return 0, s.probeIdle()
 }
 
 // spinLooks is how many looks at the ring a spin makes between reads of
