@@ -31,3 +31,17 @@ func init() {
 		return afpacket.Open(name, opts...)
 	})
 }
+
+func init() {
+	traitsOf["afpacket"] = func(d packetio.Device, c Config) Traits {
+		mode := "kernel copy (TPACKET_V3 receive rings)"
+		if c.LowLatency {
+			mode = "kernel copy (TPACKET_V2 receive rings, woken per packet)"
+		}
+		stamps := "n/a"
+		if d.Capabilities().RxTimestamps {
+			stamps = "on (the kernel's, always)"
+		}
+		return Traits{Mode: mode, NeedWakeup: "n/a", BusyPoll: "n/a", Stamps: stamps}
+	}
+}
