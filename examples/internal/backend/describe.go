@@ -30,7 +30,8 @@ var traitsOf = map[string]func(packetio.Device, Config) Traits{}
 // na is the traits of a backend that says nothing of itself.
 var na = Traits{Mode: "n/a", NeedWakeup: "n/a", BusyPoll: "n/a", Stamps: "n/a"}
 
-// TraitsOf reads what d, opened on backend with c, was granted.
+// TraitsOf reads what d, opened on backend with c, was granted. A device
+// opened with no receive queues (c.RxQueues 0) is described as a sender.
 func TraitsOf(backend string, d packetio.Device, c Config) Traits {
 	if f, ok := traitsOf[backend]; ok && d != nil {
 		return f(d, c)
@@ -64,6 +65,9 @@ type Line struct {
 // String is the line, without a newline.
 func (l Line) String() string {
 	t := TraitsOf(l.Backend, l.Dev, l.Config)
+	if !l.Rx {
+		t.Stamps = "n/a" // arrival stamps are for what is received
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s on %s, %s, %s, need-wakeup %s, busy-poll %s, stamps %s, batch %d, %s",
 		l.Program, l.Backend, l.Iface, l.queues(), t.Mode, t.NeedWakeup, t.BusyPoll, t.Stamps, l.Batch, CPUString(l.CPUs))
