@@ -32,6 +32,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -159,7 +160,9 @@ type result struct {
 }
 
 func run(ctx context.Context, o options, w io.Writer) (result, error) {
-	bed, err := testbed.Setup(o.iface, w, testbed.WithQueues(o.queues))
+	// What Setup did is said after the first line.
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(o.iface, &setup, testbed.WithQueues(o.queues))
 	if err != nil {
 		return result{}, err
 	}
@@ -179,7 +182,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	}
 	what := fmt.Sprintf("sending %d-byte UDP frames (%d on the wire with FCS), %d flow(s), %s", spec.Len(), spec.Len()+frame.FCS, o.flows, where)
 	if o.live {
-		return runLive(ctx, o, bed, spec, workers, what, w)
+		return runLive(ctx, o, bed, spec, workers, what, &setup, w)
 	}
 	cfg := backend.Config{TxQueues: o.queues, RxQueues: 0, BusyPoll: o.busyPoll}
 	d, err := bed.Open(func(name string) (packetio.Device, error) { return backend.Open(o.backend, name, cfg) })
@@ -188,6 +191,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	}
 	res := result{first: backend.Line{Program: "blast", Backend: o.backend, Iface: bed.Name, Dev: d, Config: cfg, Tx: true, Batch: o.batch, CPUs: workers, Feed: what}.String()}
 	fmt.Fprintln(w, res.first)
+	w.Write(setup.Bytes())
 
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
@@ -228,7 +232,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 
 // runLive sends from inside the kernel: one generator per queue, on the
 // CPUs of -cpu in turn (or wherever the scheduler puts it).
-func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, cpus []int, what string, w io.Writer) (result, error) {
+func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, cpus []int, what string, setup *bytes.Buffer, w io.Writer) (result, error) {
 	buf := make([]byte, spec.Len())
 	frame.Build(buf, spec)
 	var gcpus []int
@@ -249,7 +253,7 @@ func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, 
 			return result{}, err
 		}
 		defer restore()
-		fmt.Fprintf(w, "GRO on at %s so its veth takes XDP frames (turned back off at the end)\n", bed.Peer)
+		fmt.Fprintf(setup, "GRO on at %s so its veth takes XDP frames (turned back off at the end)\n", bed.Peer)
 	}
 	var src *live.Source
 	err := bed.In(func() (err error) {
@@ -262,6 +266,7 @@ func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, 
 	defer src.Close()
 	first := fmt.Sprintf("blast: %s; no packetio device (mode, need-wakeup, busy-poll, stamps n/a), batch sized by the kernel's pace; %s", src, what)
 	fmt.Fprintln(w, first)
+	w.Write(setup.Bytes())
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	var sent uint64

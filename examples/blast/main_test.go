@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -45,9 +46,14 @@ func TestBlastOnOwnPair(t *testing.T) {
 	} {
 		o := tc.o
 		o.size, o.flows, o.batch, o.duration, o.report = 60, 4, 64, time.Second, 300*time.Millisecond
-		res, err := run(context.Background(), o, os.Stderr)
+		var out bytes.Buffer
+		res, err := run(context.Background(), o, &out)
+		os.Stderr.Write(out.Bytes())
 		if err != nil {
 			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(out.String(), "\n"); first != res.first {
+			t.Errorf("the output begins %q, not with the first line", first)
 		}
 		if res.packets == 0 || res.errors != 0 {
 			t.Fatalf("%+v: sent %d packets, %d errors", o, res.packets, res.errors)

@@ -29,6 +29,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -128,7 +129,9 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	if err := o.check(); err != nil {
 		return result{}, err
 	}
-	bed, err := testbed.Setup(o.iface, w, testbed.WithQueues(o.queues))
+	// What Setup did is said after the first line.
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(o.iface, &setup, testbed.WithQueues(o.queues))
 	if err != nil {
 		return result{}, err
 	}
@@ -163,6 +166,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	}
 	res := result{first: line.String()}
 	fmt.Fprintln(w, res.first)
+	w.Write(setup.Bytes())
 
 	var total atomic.Uint64
 	var wg sync.WaitGroup

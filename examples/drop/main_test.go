@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -32,9 +33,14 @@ func dropOn(t *testing.T, o options, wantLine ...string) result {
 	if o.batch == 0 {
 		o.batch = 64
 	}
-	res, err := run(context.Background(), o, os.Stderr)
+	var out bytes.Buffer
+	res, err := run(context.Background(), o, &out)
+	os.Stderr.Write(out.Bytes())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(out.String(), "\n"); first != res.first {
+		t.Errorf("the output begins %q, not with the first line", first)
 	}
 	if res.packets == 0 || res.batches == 0 || res.batches > res.packets {
 		t.Fatalf("%+v: %d packets in %d batches", o, res.packets, res.batches)

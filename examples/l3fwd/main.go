@@ -31,6 +31,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -125,7 +126,9 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	if err := o.check(); err != nil {
 		return res, err
 	}
-	bed, err := testbed.Setup(o.iface, w)
+	// What Setup did, and the routes, are said after the first line.
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(o.iface, &setup)
 	if err != nil {
 		return res, err
 	}
@@ -152,7 +155,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 			return res, fmt.Errorf("route %s: %w", r, err)
 		}
 		prefixes = append(prefixes, p)
-		fmt.Fprintf(w, "route %s via %s\n", p, net.HardwareAddr(h.Dst[:]))
+		fmt.Fprintf(&setup, "route %s via %s\n", p, net.HardwareAddr(h.Dst[:]))
 	}
 	steer, err := steering(o.backend, self, prefixes)
 	if err != nil {
@@ -192,6 +195,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	}
 	res.first = line.String()
 	fmt.Fprintln(w, res.first)
+	w.Write(setup.Bytes())
 
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()

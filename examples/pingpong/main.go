@@ -26,6 +26,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -125,7 +126,8 @@ func pollWait(busy bool, d time.Duration) time.Duration {
 }
 
 func reflectOn(ctx context.Context, c config, w io.Writer) error {
-	bed, err := testbed.Setup(c.iface, w)
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(c.iface, &setup)
 	if err != nil {
 		return err
 	}
@@ -136,6 +138,7 @@ func reflectOn(ctx context.Context, c config, w io.Writer) error {
 	}
 	cfg := c.deviceConfig(c.backend)
 	fmt.Fprintln(w, backend.Line{Program: "pingpong reflect", Backend: c.backend, Iface: bed.Name, Dev: d, Config: cfg, Rx: true, Tx: true, Batch: 64, Feed: "reflecting in place; ^C to stop"})
+	w.Write(setup.Bytes())
 	n, err := reflect(ctx, d, cfg.BusyPoll)
 	fmt.Fprintf(w, "reflected %d frames\n", n)
 	return err
@@ -206,7 +209,9 @@ func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
 	if err := c.check(); err != nil {
 		return trips{}, err
 	}
-	bed, err := testbed.Setup(c.iface, w)
+	// What Setup did is said after the first line.
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(c.iface, &setup)
 	if err != nil {
 		return trips{}, err
 	}
@@ -240,6 +245,7 @@ func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
 	}
 	res := trips{first: line.String()}
 	fmt.Fprintln(w, res.first)
+	w.Write(setup.Bytes())
 	// The trips run on a worker of their own, pinned where -cpu says.
 	var err2 error
 	done := make(chan struct{})
