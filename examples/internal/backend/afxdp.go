@@ -3,6 +3,8 @@
 package backend
 
 import (
+	"fmt"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
@@ -78,4 +80,16 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// XDPLine is the first line of a program on the AF_XDP datapath itself
+// (afxdp/xdp): as Line, from the fleet's Info as the kernel granted it.
+func XDPLine(program string, in xdp.Info, batch int, cpus []int, feed string) string {
+	t := XDPTraits(in)
+	s := fmt.Sprintf("%s: afxdp/xdp on %s, %s, %s, need-wakeup %s, busy-poll %s, stamps %s, batch %d, %s",
+		program, in.Interface, plural(in.Queues, "queue"), t.Mode, t.NeedWakeup, t.BusyPoll, t.Stamps, batch, CPUString(cpus))
+	if feed != "" {
+		s += "; " + feed
+	}
+	return s
 }
