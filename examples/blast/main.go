@@ -1,7 +1,16 @@
 // Command blast is a packet generator: one worker per transmit queue builds
 // UDP frames straight into the device's frames and sends them as fast as the
 // device takes them, or at -pps. Every -report it prints the rate and what it
-// costs the whole machine (CPU including soft interrupts).
+// costs the whole machine (CPU including soft interrupts). Its first line
+// says what runs: backend, interface, queues, the mode the kernel granted,
+// need-wakeup, busy-poll, batch, the workers' CPUs, and where the frames go.
+//
+// With no -i it makes its own veth pair and sends, as the sweep does, to a
+// MAC nobody owns (02:70:69:6f:00:99, unless -dst-mac says otherwise): the
+// peer's kernel drops each frame at its first look, so what is measured is
+// the sender, not the peer's IP stack (on a veth the receiving kernel's work
+// runs on the sender's CPU). One worker runs on CPU 1 by default on a
+// machine with 2 CPUs or more; -cpu places the workers.
 //
 // With -live it opens no packetio device: it transmits from inside the
 // kernel instead (internal/trafficgen: BPF_PROG_RUN with live frames,
@@ -13,14 +22,19 @@
 // when it ends; with -i that is up to the receiver, and blast says when
 // nothing would get through.
 //
+// -busy-poll (afxdp) busy-polls the transmit queues; a flag the backend has
+// not got is refused (exit status 2).
+//
 //	sudo go run ./examples/blast -duration 5s
-//	sudo go run ./examples/blast -backend afxdp -queues 2
+//	sudo go run ./examples/blast -backend afxdp -queues 2 -cpu 0,1
 //	sudo go run ./examples/blast -i veth0 -queues 2 -flows 64 -pps 100000
 //	sudo go run ./examples/blast -live -i veth0 -dst-mac 02:00:00:00:00:02 -flows 64
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,11 +47,11 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/testbed"
-	"github.com/packetio/packetio/internal/host"
 )
 
 type options struct {
@@ -47,9 +61,9 @@ type options struct {
 	pps            float64
 	duration       time.Duration
 	report         time.Duration
-	cpus           string
+	cpu            string
 	dstMAC         string
-	live           bool
+	live, busyPoll bool
 }
 
 func main() {
@@ -63,8 +77,9 @@ func main() {
 	flag.Float64Var(&o.pps, "pps", 0, "rate limit in packets per second over all queues (0: as fast as possible)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long to send")
 	flag.DurationVar(&o.report, "report", time.Second, "interval between report lines")
-	flag.StringVar(&o.cpus, "cpus", "", "CPUs to pin workers to, e.g. 0,1 (default: left to the scheduler)")
-	flag.StringVar(&o.dstMAC, "dst-mac", "ff:ff:ff:ff:ff:ff", "destination MAC")
+	flag.StringVar(&o.cpu, "cpu", "", "CPUs to pin the workers (or -live generators) to, worker i on the i-th, e.g. 1 or 0,1 (default: CPU 1 for one worker on the own pair of a 2+ CPU machine; else the scheduler's choice)")
+	flag.StringVar(&o.dstMAC, "dst-mac", "", "destination MAC (default: on the own pair 02:70:69:6f:00:99, which nobody owns; with -i broadcast)")
+	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the transmit queues (afxdp: SO_BUSY_POLL %dus, budget %d)", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.BoolVar(&o.live, "live", false, "transmit from inside the kernel (BPF_PROG_RUN live frames, XDP_TX; needs BPF) instead of through a packetio queue: -queues generators, -backend and -batch unused")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: blast [flags]\n\nSends UDP frames as fast as the device takes them (or at -pps) and reports the\nrate and the machine's CPU; -live sends from inside the kernel instead.\nCtrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
@@ -98,51 +113,85 @@ func (o options) check() error {
 	case o.live && (o.size < 14 || o.size > 3500):
 		return fmt.Errorf("-live: -size %d: 14 to 3500 bytes", o.size)
 	}
-	if _, err := net.ParseMAC(o.dstMAC); err != nil {
-		return err
+	if o.dstMAC != "" {
+		if _, err := net.ParseMAC(o.dstMAC); err != nil {
+			return err
+		}
 	}
-	return nil
+	if o.live && o.busyPoll {
+		return errors.New("-busy-poll: -live opens no packetio device to busy-poll")
+	}
+	if !o.live {
+		if err := backend.CheckFlags(o.backend, backend.Flags{BusyPoll: o.busyPoll}); err != nil {
+			return err
+		}
+	}
+	_, err := cpus.Parse(o.cpu)
+	return err
+}
+
+// sinkMAC is where blast sends on its own pair by default: a MAC nobody
+// owns, so the peer's kernel drops each frame at its first look (the
+// sweep's sink). sinkIP is the address the frames carry.
+var (
+	sinkMAC = net.HardwareAddr{0x02, 0x70, 0x69, 0x6f, 0x00, 0x99}
+	sinkIP  = netip.MustParseAddr("10.99.0.3")
+)
+
+// target is the destination MAC and address, and what the first line says
+// of them.
+func (o options) target(bed *testbed.Bed) (net.HardwareAddr, netip.Addr, string) {
+	switch {
+	case o.dstMAC != "":
+		mac, _ := net.ParseMAC(o.dstMAC)
+		return mac, testbed.AddrB.Addr(), "to " + mac.String() + " (-dst-mac)"
+	case bed.Own():
+		return sinkMAC, sinkIP, fmt.Sprintf("to %s, a MAC nobody owns: %s's kernel drops each frame at its first look", sinkMAC, bed.Peer)
+	}
+	mac := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	return mac, testbed.AddrB.Addr(), "broadcast on " + bed.Name
 }
 
 // result is what a run did, for the caller and the tests.
 type result struct {
 	packets uint64
 	errors  uint64
+	first   string // the first line
 }
 
 func run(ctx context.Context, o options, w io.Writer) (result, error) {
-	bed, err := testbed.Setup(o.iface, w, testbed.WithQueues(o.queues))
+	// What Setup did is said after the first line.
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(o.iface, &setup, testbed.WithQueues(o.queues))
 	if err != nil {
 		return result{}, err
 	}
 	defer bed.Close()
-	cpus, err := parseCPUs(o.cpus)
+	workers, err := cpus.Parse(o.cpu)
 	if err != nil {
 		return result{}, err
 	}
-	dst, _ := net.ParseMAC(o.dstMAC)
+	if o.cpu == "" && bed.Own() && o.queues == 1 {
+		workers = cpus.Measured()
+	}
+	dst, dstIP, where := o.target(bed)
 	spec := frame.Spec{SrcMAC: net.HardwareAddr{0x02, 0x70, 0x69, 0x6f, 0, 1}, DstMAC: dst,
-		SrcIP: netip.MustParseAddr("10.99.0.1"), DstIP: netip.MustParseAddr("10.99.0.2"), SrcPort: 1024, DstPort: 9, Size: o.size}
+		SrcIP: testbed.AddrA.Addr(), DstIP: dstIP, SrcPort: 1024, DstPort: 9, Size: o.size}
 	if err := spec.Check(); err != nil {
 		return result{}, err
 	}
+	what := fmt.Sprintf("sending %d-byte UDP frames (%d on the wire with FCS), %d flow(s), %s", spec.Len(), spec.Len()+frame.FCS, o.flows, where)
 	if o.live {
-		return runLive(ctx, o, bed, spec, cpus, w)
+		return runLive(ctx, o, bed, spec, workers, what, &setup, w)
 	}
-	var place *host.Placement
-	if len(cpus) > 0 {
-		if place, err = host.New(bed.Name, cpus); err != nil {
-			return result{}, err
-		}
-	}
-	d, err := bed.Open(func(name string) (packetio.Device, error) {
-		return backend.Open(o.backend, name, backend.Config{TxQueues: o.queues, RxQueues: 0})
-	})
+	cfg := backend.Config{TxQueues: o.queues, RxQueues: 0, BusyPoll: o.busyPoll}
+	d, err := bed.Open(func(name string) (packetio.Device, error) { return backend.Open(o.backend, name, cfg) })
 	if err != nil {
 		return result{}, err
 	}
-	fmt.Fprintf(w, "%s on %s: %d queue(s), %d-byte frames (%d on the wire with FCS), %d flow(s), batch %d, workers %s\n",
-		o.backend, bed.Name, d.NumTxQueues(), spec.Len(), spec.Len()+frame.FCS, o.flows, o.batch, place)
+	res := result{first: backend.Line{Program: "blast", Backend: o.backend, Iface: bed.Name, Dev: d, Config: cfg, Tx: true, Batch: o.batch, CPUs: workers, Feed: what}.String()}
+	fmt.Fprintln(w, res.first)
+	w.Write(setup.Bytes())
 
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
@@ -153,7 +202,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := place.Pin(); err != nil {
+			if err := cpus.Pin(cpus.For(workers, q)); err != nil {
 				errs <- err
 				return
 			}
@@ -164,10 +213,9 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	cancel() // stop the workers before the device closes
 	wg.Wait()
 	if rerr != nil {
-		return result{}, rerr
+		return res, rerr
 	}
 	close(errs)
-	var res result
 	for q := 0; q < d.NumTxQueues(); q++ {
 		s, _ := d.TxQueue(q).Stats()
 		res.packets += s.Packets
@@ -183,8 +231,8 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 }
 
 // runLive sends from inside the kernel: one generator per queue, on the
-// CPUs of -cpus in turn (or wherever the scheduler puts it).
-func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, cpus []int, w io.Writer) (result, error) {
+// CPUs of -cpu in turn (or wherever the scheduler puts it).
+func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, cpus []int, what string, setup *bytes.Buffer, w io.Writer) (result, error) {
 	buf := make([]byte, spec.Len())
 	frame.Build(buf, spec)
 	var gcpus []int
@@ -205,7 +253,7 @@ func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, 
 			return result{}, err
 		}
 		defer restore()
-		fmt.Fprintf(w, "GRO on at %s so its veth takes XDP frames (turned back off at the end)\n", bed.Peer)
+		fmt.Fprintf(setup, "GRO on at %s so its veth takes XDP frames (turned back off at the end)\n", bed.Peer)
 	}
 	var src *live.Source
 	err := bed.In(func() (err error) {
@@ -216,8 +264,9 @@ func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, 
 		return result{}, err
 	}
 	defer src.Close()
-	fmt.Fprintf(w, "live frames from inside the kernel: %s; %d-byte frames (%d on the wire with FCS), %d flow(s)\n",
-		src, spec.Len(), spec.Len()+frame.FCS, o.flows)
+	first := fmt.Sprintf("blast: %s; no packetio device (mode, need-wakeup, busy-poll, stamps n/a), batch sized by the kernel's pace; %s", src, what)
+	fmt.Fprintln(w, first)
+	w.Write(setup.Bytes())
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	var sent uint64
@@ -241,18 +290,9 @@ func runLive(ctx context.Context, o options, bed *testbed.Bed, spec frame.Spec, 
 	<-done
 	fmt.Fprintf(w, "total: %d packets run through the kernel\n", sent)
 	if serr != nil {
-		return result{packets: sent}, serr
+		return result{packets: sent, first: first}, serr
 	}
-	return result{packets: sent}, rerr
-}
-
-// parseCPUs reads "0,2,3" or "0-3".
-func parseCPUs(s string) ([]int, error) {
-	cpus, err := host.ParseCPUList(s)
-	if err != nil {
-		return nil, fmt.Errorf("-cpus: %w", err)
-	}
-	return cpus, nil
+	return result{packets: sent, first: first}, rerr
 }
 
 // worker drives one queue until ctx ends. Flows differ in source port,

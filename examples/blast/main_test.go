@@ -1,37 +1,84 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/packetio/packetio/internal/testenv"
 )
 
+// TestMain runs main itself when asked, for the exit-status tests.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("BLAST_TEST_MAIN"); args != "" {
+		os.Args = append([]string{"blast"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// nobody is what the first line says of the default sink on the own pair.
+const nobody = `; sending 60-byte UDP frames \(64 on the wire with FCS\), \d+ flow\(s\), to 02:70:69:6f:00:99, a MAC nobody owns: \S+'s kernel drops each frame at its first look$`
+
+// TestBlastOnOwnPair: afpacket and afxdp, one queue (on CPU 1 by default)
+// and two (pinned by blast, not also by the backend), to the MAC nobody
+// owns; the first line read back from the device.
 func TestBlastOnOwnPair(t *testing.T) {
 	testenv.NeedRoot(t)
-	o := options{backend: "afpacket", size: 60, flows: 4, queues: 2, batch: 64, duration: time.Second, report: 300 * time.Millisecond, dstMAC: "ff:ff:ff:ff:ff:ff"}
-	res, err := run(context.Background(), o, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.packets == 0 || res.errors != 0 {
-		t.Fatalf("sent %d packets, %d errors", res.packets, res.errors)
+	testenv.NeedBPF(t)
+	for _, tc := range []struct {
+		o    options
+		want string
+	}{
+		{options{backend: "afpacket", queues: 1}, `^blast: afpacket on \S+, 1 tx queue, kernel copy \(AF_PACKET transmit, qdisc bypass\), need-wakeup n/a, busy-poll n/a, stamps n/a, batch 64, worker CPU 1` + nobody},
+		{options{backend: "afpacket", queues: 2}, `^blast: afpacket on \S+, 2 tx queues, .*, batch 64, workers unpinned` + nobody},
+		{options{backend: "afxdp", queues: 1}, `^blast: afxdp on \S+, 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps n/a, batch 64, worker CPU 1` + nobody},
+		{options{backend: "afxdp", queues: 2, cpu: "0,1"}, `^blast: afxdp on \S+, 2 tx queues, .*, worker CPUs 0,1` + nobody},
+		{options{backend: "afxdp", queues: 1, busyPoll: true}, `, busy-poll 50us budget 64\b`},
+		{options{backend: "afpacket", queues: 1, dstMAC: "ff:ff:ff:ff:ff:ff"}, `, to ff:ff:ff:ff:ff:ff \(-dst-mac\)$`},
+	} {
+		o := tc.o
+		o.size, o.flows, o.batch, o.duration, o.report = 60, 4, 64, time.Second, 300*time.Millisecond
+		var out bytes.Buffer
+		res, err := run(context.Background(), o, &out)
+		os.Stderr.Write(out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(out.String(), "\n"); first != res.first {
+			t.Errorf("the output begins %q, not with the first line", first)
+		}
+		if res.packets == 0 || res.errors != 0 {
+			t.Fatalf("%+v: sent %d packets, %d errors", o, res.packets, res.errors)
+		}
+		if !regexp.MustCompile(tc.want).MatchString(res.first) {
+			t.Errorf("%+v: first line %q does not match %q", o, res.first, tc.want)
+		}
 	}
 }
 
-// TestBlastOnAFXDP: two transmit-only queues on a two-queue veth, workers
-// pinned by blast (and not also by the backend).
-func TestBlastOnAFXDP(t *testing.T) {
-	testenv.NeedBPF(t)
-	o := options{backend: "afxdp", size: 60, flows: 4, queues: 2, batch: 64, duration: time.Second, report: 300 * time.Millisecond, cpus: "0,1", dstMAC: "ff:ff:ff:ff:ff:ff"}
-	res, err := run(context.Background(), o, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.packets == 0 || res.errors != 0 {
-		t.Fatalf("sent %d packets, %d errors", res.packets, res.errors)
+// TestBlastRefusesFlagsByName: exit status 2, the flag and the backend named.
+func TestBlastRefusesFlagsByName(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"-backend afpacket -busy-poll", "-busy-poll: afpacket has no busy-poll mode"},
+		{"-live -busy-poll", "-busy-poll: -live"},
+		{"-cpu 999", "no CPU 999"},
+		{"-cpus 1", "flag provided but not defined: -cpus"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "BLAST_TEST_MAIN="+tc.args)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("blast %s: %v, %q; want exit status 2 and %q", tc.args, err, out, tc.want)
+		}
 	}
 }
 
@@ -84,10 +131,11 @@ func TestBlastRefusesBadFlags(t *testing.T) {
 	if err := good.check(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parseCPUs("0,x"); err == nil {
-		t.Error("-cpus 0,x accepted")
-	}
-	if c, err := parseCPUs("1,3"); err != nil || len(c) != 2 || c[1] != 3 {
-		t.Errorf("parseCPUs(1,3) = %v, %v", c, err)
+	for _, cpu := range []string{"0,x", "999"} {
+		o := good
+		o.cpu = cpu
+		if o.check() == nil {
+			t.Errorf("-cpu %s accepted", cpu)
+		}
 	}
 }

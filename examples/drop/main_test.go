@@ -1,43 +1,117 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/packetio/packetio/internal/testenv"
 )
 
-func dropOn(t *testing.T, backend string) {
+// TestMain runs main itself when asked, for the exit-status tests.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("DROP_TEST_MAIN"); args != "" {
+		os.Args = append([]string{"drop"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func dropOn(t *testing.T, o options, wantLine ...string) result {
 	t.Helper()
-	for _, queues := range []int{1, 2} {
-		o := options{backend: backend, queues: queues, batch: 64, port: discardPort, duration: time.Second, report: 300 * time.Millisecond}
-		res, err := run(context.Background(), o, os.Stderr)
-		if err != nil {
-			t.Fatal(err)
+	o.port, o.duration, o.report = discardPort, time.Second, 300*time.Millisecond
+	// Fed at a rate any receiver takes, so that a loaded machine (the
+	// race detector, other tests) does not starve one into seeing nothing.
+	o.feedPPS = 300000
+	if o.batch == 0 {
+		o.batch = 64
+	}
+	var out bytes.Buffer
+	res, err := run(context.Background(), o, &out)
+	os.Stderr.Write(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(out.String(), "\n"); first != res.first {
+		t.Errorf("the output begins %q, not with the first line", first)
+	}
+	if res.packets == 0 || res.batches == 0 || res.batches > res.packets {
+		t.Fatalf("%+v: %d packets in %d batches", o, res.packets, res.batches)
+	}
+	for q, n := range res.perQueue {
+		if n == 0 {
+			t.Errorf("%+v: queue %d received nothing (%v)", o, q, res.perQueue)
 		}
-		if res.packets == 0 || res.batches == 0 || res.batches > res.packets {
-			t.Fatalf("%s, %d queues: %d packets in %d batches", backend, queues, res.packets, res.batches)
+	}
+	for _, want := range wantLine {
+		if !regexp.MustCompile(want).MatchString(res.first) {
+			t.Errorf("%+v: first line %q does not match %q", o, res.first, want)
 		}
-		for q, n := range res.perQueue {
-			if n == 0 {
-				t.Errorf("%s, %d queues: queue %d received nothing (%v)", backend, queues, q, res.perQueue)
-			}
+	}
+	return res
+}
+
+// fed is what the first line says of the feeder on the own pair.
+const fed = `; fed by the in-kernel generator \(trafficgen, XDP_TX\) on CPUs? \[?0`
+
+func TestDropOnOwnPair(t *testing.T) {
+	testenv.NeedRoot(t)
+	testenv.NeedBPF(t)
+	for _, tc := range []struct {
+		queues int
+		want   []string
+	}{
+		{1, []string{`^drop: afpacket on \S+, 1 rx queue, kernel copy \(TPACKET_V3 receive rings\), need-wakeup n/a, busy-poll n/a, stamps on \(the kernel's, always\), batch 64, worker CPU 1` + fed, `GRO on at \S+ so its veth takes XDP frames`, `taking a copy of every packet`}},
+		{2, []string{`^drop: afpacket on \S+, 2 rx queues, .*workers unpinned` + fed}},
+	} {
+		dropOn(t, options{backend: "afpacket", queues: tc.queues}, tc.want...)
+	}
+}
+
+// TestDropOnAFXDP: the feeder's UDP port steered to one or two queues of
+// a veth with as many, the mode read back, no GRO needed (native XDP).
+func TestDropOnAFXDP(t *testing.T) {
+	testenv.NeedBPF(t)
+	for _, tc := range []struct {
+		o    options
+		want []string
+	}{
+		{options{queues: 1}, []string{`^drop: afxdp on \S+, 1 rx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, worker CPU 1` + fed, `taking proto udp and udp port 9`}},
+		{options{queues: 2, cpu: "1,0", batch: 32}, []string{`, 2 rx queues, .*batch 32, worker CPUs 1,0` + fed}},
+		// The flags reach the device and are read back from it.
+		{options{queues: 1, busyPoll: true, stamps: true}, []string{`, busy-poll 50us budget 64\b.*, stamps on, `}},
+	} {
+		tc.o.backend = "afxdp"
+		res := dropOn(t, tc.o, tc.want...)
+		if strings.Contains(res.first, "GRO on") {
+			t.Errorf("afxdp in native mode got GRO turned on: %q", res.first)
 		}
 	}
 }
 
-func TestDropOnOwnPair(t *testing.T) {
-	testenv.NeedRoot(t)
-	dropOn(t, "afpacket")
-}
-
-// TestDropOnAFXDP: the feeder's UDP port steered to one or two queues of
-// a veth with as many.
-func TestDropOnAFXDP(t *testing.T) {
-	testenv.NeedBPF(t)
-	dropOn(t, "afxdp")
+// TestDropRefusesFlags: a flag the backend has not got, or a CPU the
+// machine has not got, is refused by name with exit status 2.
+func TestDropRefusesFlags(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"-backend afpacket -busy-poll", "-busy-poll: afpacket has no busy-poll mode"},
+		{"-backend afxdp -cpu 999", "no CPU 999"},
+		{"-queues 0", "-queues 1-64"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "DROP_TEST_MAIN="+tc.args)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("drop %s: %v, %q; want exit status 2 and %q", tc.args, err, out, tc.want)
+		}
+	}
 }
 
 func TestSteering(t *testing.T) {

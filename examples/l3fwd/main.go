@@ -1,9 +1,19 @@
 // Command l3fwd is an IPv4 router: it forwards every packet in the frame it
 // arrived in, with a longest-prefix-match table, the TTL decremented and the
 // header checksum updated, and it takes the frames home with Reclaim and
-// Recycle, so nothing is copied and nothing is lost. With no -i it makes its
-// own veth pair: traffic comes from the far end, and the one route sends it
-// back there, hairpinned through the router.
+// Recycle, so nothing is copied and nothing is lost. Its first line says
+// what runs: backend, interface, queues, the mode the kernel granted,
+// need-wakeup, busy-poll, batch, the worker's CPU, what feeds the router and
+// where what it forwards goes.
+//
+// With no -i it makes its own veth pair and feeds it as the sweep does: from
+// inside the far end's kernel (the in-kernel generator, internal/trafficgen:
+// BPF_PROG_RUN live frames, XDP_TX) on CPU 0, 60-byte UDP to 10.99.1.1 on 64
+// flows, with the router on CPU 1 (on a machine with 2 CPUs or more). The
+// one route sends it back to the far end, whose kernel drops it at its
+// routing look (it does not forward); the far end's receive counter says
+// how much came back. The router's end gets GRO on when it runs no native
+// XDP program itself (its veth takes XDP frames only then).
 //
 // On a backend that steers (afxdp) the router takes only what it routes:
 // IPv4 addressed to its MAC for a destination inside one of the routes'
@@ -11,8 +21,12 @@
 // the host itself included, stays with the kernel. afpacket is a tap: the
 // router sees everything and forwards what its table matches.
 //
+// -busy-poll (afxdp) busy-polls the queues and never sleeps in Poll; -cpu
+// pins the router. A flag the backend has not got is refused (exit status
+// 2).
+//
 //	sudo go run ./examples/l3fwd -duration 5s
-//	sudo go run ./examples/l3fwd -backend afxdp -duration 5s
+//	sudo go run ./examples/l3fwd -backend afxdp -busy-poll
 //	sudo go run ./examples/l3fwd -i veth0 -route 10.0.0.0/8,02:00:00:00:00:02
 package main
 
@@ -30,13 +44,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/forward"
 	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/testbed"
-	"github.com/packetio/packetio/internal/csum"
 )
 
 type routes []string
@@ -49,6 +67,9 @@ type options struct {
 	routes           routes
 	batch            int
 	duration, report time.Duration
+	cpu              string
+	busyPoll         bool
+	feedPPS          float64 // the feeder's rate, 0: flat out (tests slow it)
 }
 
 func main() {
@@ -59,13 +80,15 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 64, "most packets per Receive call")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long to route")
 	flag.DurationVar(&o.report, "report", time.Second, "interval between report lines")
+	flag.StringVar(&o.cpu, "cpu", "", "CPU to pin the router to, e.g. 1 (default: CPU 1 on the own pair of a 2+ CPU machine, the feeder taking CPU 0; else the scheduler's choice)")
+	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the queues (afxdp: SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: l3fwd [flags]\n\nForwards IPv4 in place. Exit status: 0 if every frame was accounted for at the\nend, 1 otherwise or on failure, 2 for bad flags.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if o.batch < 1 || o.batch > 4096 || o.duration <= 0 || o.report <= 0 || (o.iface != "" && len(o.routes) == 0) {
-		fmt.Fprintln(os.Stderr, "l3fwd: -batch 1-4096, positive -duration and -report, and at least one -route with -i")
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "l3fwd:", err)
 		os.Exit(2)
 	}
 	ctx, stop := testbed.Interrupted()
@@ -76,25 +99,47 @@ func main() {
 	}
 }
 
+// check refuses bad flags, and flags the backend has not got.
+func (o options) check() error {
+	if o.batch < 1 || o.batch > 4096 || o.duration <= 0 || o.report <= 0 || (o.iface != "" && len(o.routes) == 0) {
+		return errors.New("-batch 1-4096, positive -duration and -report, and at least one -route with -i")
+	}
+	if err := backend.CheckFlags(o.backend, backend.Flags{BusyPoll: o.busyPoll}); err != nil {
+		return err
+	}
+	_, err := cpus.Parse(o.cpu)
+	return err
+}
+
 type result struct {
 	received, forwarded, arrived uint64
 	verdicts                     [forward.NumVerdicts]uint64
+	first                        string // the first line
 }
+
+// routed is where the feeder sends on the own pair: a /24 the one route
+// covers, which nobody owns.
+var routed = netip.MustParseAddr("10.99.1.1")
 
 func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	var res result
-	bed, err := testbed.Setup(o.iface, w)
+	if err := o.check(); err != nil {
+		return res, err
+	}
+	// What Setup did, and the routes, are said after the first line.
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(o.iface, &setup)
 	if err != nil {
 		return res, err
 	}
 	defer bed.Close()
-	self, err := macOf(bed)
+	self, err := bed.MAC()
 	if err != nil {
 		return res, err
 	}
+	var peerMAC net.HardwareAddr
 	if bed.Own() {
-		peerMAC, err := peerMACOf(bed)
-		if err != nil {
+		if peerMAC, err = bed.PeerMAC(); err != nil {
 			return res, err
 		}
 		o.routes = append(o.routes, "10.99.1.0/24,"+peerMAC.String())
@@ -110,63 +155,85 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 			return res, fmt.Errorf("route %s: %w", r, err)
 		}
 		prefixes = append(prefixes, p)
-		fmt.Fprintf(w, "route %s via %s\n", p, net.HardwareAddr(h.Dst[:]))
+		fmt.Fprintf(&setup, "route %s via %s\n", p, net.HardwareAddr(h.Dst[:]))
 	}
 	steer, err := steering(o.backend, self, prefixes)
 	if err != nil {
 		return res, err
 	}
-	d, err := bed.Open(func(name string) (packetio.Device, error) {
-		return backend.Open(o.backend, name, backend.Config{TxQueues: 1, RxQueues: 1, Steering: steer})
-	})
+	workers, _ := cpus.Parse(o.cpu)
+	if o.cpu == "" && bed.Own() {
+		workers = cpus.Measured()
+	}
+	cfg := backend.Config{TxQueues: 1, RxQueues: 1, Steering: steer, BusyPoll: o.busyPoll}
+	d, err := bed.Open(func(name string) (packetio.Device, error) { return backend.Open(o.backend, name, cfg) })
 	if err != nil {
 		return res, err
 	}
 	if c := d.Capabilities(); !c.HandsBackFrames || !c.SharedRegion {
 		return res, fmt.Errorf("%s cannot forward in place here (HandsBackFrames %v, SharedRegion %v)", o.backend, c.HandsBackFrames, c.SharedRegion)
 	}
-	if backend.Steers(o.backend) {
-		fmt.Fprintf(w, "%s on %s: taking %s; the rest stays with the kernel\n", o.backend, bed.Name, steer)
-	} else {
-		fmt.Fprintf(w, "%s on %s: a tap, the router sees every frame and forwards what its table matches\n", o.backend, bed.Name)
-	}
-	var peer packetio.Device
+	line := backend.Line{Program: "l3fwd", Backend: o.backend, Iface: bed.Name, Dev: d, Config: cfg, Rx: true, Tx: true, Batch: o.batch, CPUs: workers}
+	var feeder *live.Feeder
+	var arrivedBase uint64
 	if bed.Own() {
-		peer, err = bed.OpenPeer(func(name string) (packetio.Device, error) {
-			return backend.Open("afpacket", name, backend.Config{TxQueues: 1, RxQueues: 1})
-		})
-		if err != nil {
+		if feeder, err = newFeeder(bed, self, d); err != nil {
 			return res, err
 		}
+		defer feeder.Close()
+		if arrivedBase, err = peerReceived(bed); err != nil {
+			return res, err
+		}
+		line.Feed = fmt.Sprintf("%s, 60-byte UDP to %s port 9, 64 flows; routed back to %s (%s), whose kernel drops it at its routing look", feeder, routed, bed.Peer, peerMAC)
+	} else {
+		line.Feed = "routing what arrives on " + bed.Name
 	}
+	if backend.Steers(o.backend) {
+		line.Feed += "; taking " + steer.String() + ", the rest left to the kernel"
+	} else {
+		line.Feed += "; a tap: the router sees every frame and forwards what its table matches"
+	}
+	res.first = line.String()
+	fmt.Fprintln(w, res.first)
+	w.Write(setup.Bytes())
 
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
-	var arrived atomic.Uint64
-	done := make(chan struct{})
-	if peer != nil {
-		fmt.Fprintf(w, "sending UDP to 10.99.1.0/24 from %s; the router sends it back there\n", bed.Peer)
-		go func() { defer close(done); source(ctx, peer, self, &arrived) }()
-	} else {
-		close(done)
-	}
 	var counts [forward.NumVerdicts]atomic.Uint64
 	var received atomic.Uint64
 	errc := make(chan error, 1)
-	go func() { errc <- route(ctx, d, &fib, o.batch, &received, &counts) }()
-
+	go func() {
+		if err := cpus.Pin(cpus.For(workers, 0)); err != nil {
+			errc <- err
+			return
+		}
+		errc <- route(ctx, d, &fib, o, &received, &counts)
+	}()
+	if feeder != nil {
+		feeder.Start(ctx, o.feedPPS)
+	}
 	merr := metrics.Every(ctx, w, o.report, func() (uint64, string) {
 		return counts[forward.Forwarded].Load(), fmt.Sprintf("  in %d", received.Load())
 	})
-	cancel() // stop the router and the source before the devices close
+	var ferr error
+	if feeder != nil {
+		ferr = feeder.Stop() // the feed first: nothing arrives at a closing device
+	}
+	cancel() // stop the router before the device closes
 	rerr := <-errc
-	<-done
 	if merr != nil {
 		return res, merr
 	}
-	res.received, res.forwarded, res.arrived = received.Load(), counts[forward.Forwarded].Load(), arrived.Load()
+	res.received, res.forwarded = received.Load(), counts[forward.Forwarded].Load()
 	for i := range counts {
 		res.verdicts[i] = counts[i].Load()
+	}
+	if feeder != nil {
+		n, err := peerReceived(bed)
+		if err != nil {
+			return res, err
+		}
+		res.arrived = n - arrivedBase
 	}
 	fmt.Fprintf(w, "received %d, forwarded %d", res.received, res.forwarded)
 	for v := forward.Verdict(1); int(v) < forward.NumVerdicts; v++ {
@@ -174,11 +241,53 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 			fmt.Fprintf(w, ", dropped %d (%s)", n, v)
 		}
 	}
-	if peer != nil {
-		fmt.Fprintf(w, "; %d came back to %s", res.arrived, bed.Peer)
+	if feeder != nil {
+		fmt.Fprintf(w, "; %s received %d", bed.Peer, res.arrived)
 	}
 	fmt.Fprintln(w)
-	return res, rerr
+	if rerr != nil {
+		return res, rerr
+	}
+	if ferr != nil {
+		return res, fmt.Errorf("feeder: %w", ferr)
+	}
+	return res, nil
+}
+
+// newFeeder loads the in-kernel generator on the far end: 60-byte UDP to
+// the router's MAC for 10.99.1.1, 64 flows (source ports), on CPU 0.
+func newFeeder(bed *testbed.Bed, router net.HardwareAddr, d packetio.Device) (*live.Feeder, error) {
+	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 2}, DstMAC: router,
+		SrcIP: testbed.AddrB.Addr(), DstIP: routed, SrcPort: 1024, DstPort: 9, Size: 60}
+	buf := make([]byte, spec.Len())
+	frame.Build(buf, spec)
+	allowed, err := cpus.Allowed()
+	if err != nil {
+		return nil, err
+	}
+	x, ok := d.(*afxdp.Device)
+	native := ok && x.Info().Mode == "native"
+	return live.NewFeeder(bed, buf, live.Flows{Offset: spec.HeaderLen() - 8, N: 64}, allowed[:1], native)
+}
+
+// peerReceived is the far end's receive counter: what the router sent back
+// (and the little else the link carries).
+func peerReceived(bed *testbed.Bed) (uint64, error) {
+	var n uint64
+	err := bed.InPeer(func() error {
+		l, err := netlink.LinkByName(bed.Peer)
+		if err != nil {
+			return err
+		}
+		if st := l.Attrs().Statistics; st != nil {
+			n = st.RxPackets
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s's counters: %w", bed.Peer, err)
+	}
+	return n, nil
 }
 
 // steering is what the router takes on a backend that steers: frames to
@@ -203,8 +312,12 @@ func steering(b string, self net.HardwareAddr, prefixes []netip.Prefix) (packeti
 }
 
 // route is the forwarding loop, and at the end the frame-conservation check.
-func route(ctx context.Context, d packetio.Device, fib *forward.FIB, batch int, received *atomic.Uint64, counts *[forward.NumVerdicts]atomic.Uint64) error {
+func route(ctx context.Context, d packetio.Device, fib *forward.FIB, o options, received *atomic.Uint64, counts *[forward.NumVerdicts]atomic.Uint64) error {
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
+	batch, wait := o.batch, 50*time.Millisecond
+	if o.busyPoll {
+		wait = 0 // the kernel busy-polls the queue instead
+	}
 	rx.Fill(rx.NumFreeFillSlots())
 	start := rx.NumFreeFrames()
 	keep := make([]packetio.Desc, 0, batch)
@@ -212,7 +325,7 @@ func route(ctx context.Context, d packetio.Device, fib *forward.FIB, batch int, 
 	back := make([]packetio.Desc, 0, 4096)
 	var local [forward.NumVerdicts]uint64
 	for ctx.Err() == nil {
-		if _, err := rx.Poll(50 * time.Millisecond); err != nil {
+		if _, err := rx.Poll(wait); err != nil {
 			return err
 		}
 		descs := rx.Receive(batch)
@@ -252,63 +365,4 @@ func route(ctx context.Context, d packetio.Device, fib *forward.FIB, batch int, 
 		return fmt.Errorf("frames unaccounted for: %d free at the start, %d at the end, %d still in flight", start, got, tx.NumInFlight())
 	}
 	return nil
-}
-
-// source sends UDP to 10.99.1.x from the far end and counts what the router
-// sends back (TTL 63, from the router's MAC).
-func source(ctx context.Context, d packetio.Device, router net.HardwareAddr, arrived *atomic.Uint64) {
-	tx, rx := d.TxQueue(0), d.RxQueue(0)
-	rx.Fill(rx.NumFreeFillSlots())
-	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 2}, DstMAC: router,
-		SrcIP: netip.MustParseAddr("10.99.0.2"), DstIP: netip.MustParseAddr("10.99.1.1"), SrcPort: 1024, DstPort: 9, Size: 60}
-	build := func(i int, f []byte) int {
-		n := frame.Build(f, spec)
-		f[33] = byte(i) // spread over 10.99.1.0/24; the header checksum follows
-		f[24], f[25] = 0, 0
-		c := csum.Checksum(f[14:34], 0)
-		f[24], f[25] = byte(c>>8), byte(c)
-		return n
-	}
-	for ctx.Err() == nil {
-		if n, _ := tx.SendFunc(256, build); n == 0 {
-			time.Sleep(50 * time.Microsecond)
-		}
-		rx.Poll(0)
-		descs := rx.Receive(256)
-		for _, desc := range descs {
-			f := rx.Region().Frame(desc)
-			if len(f) > 34 && f[22] == 63 && bytes.Equal(f[6:12], router) {
-				arrived.Add(1)
-			}
-		}
-		rx.Recycle(descs)
-		rx.Fill(rx.NumFreeFillSlots())
-	}
-}
-
-func macOf(bed *testbed.Bed) (net.HardwareAddr, error) {
-	var mac net.HardwareAddr
-	err := bed.In(func() error {
-		ifc, err := net.InterfaceByName(bed.Name)
-		if err == nil {
-			mac = ifc.HardwareAddr
-		}
-		return err
-	})
-	if err == nil && len(mac) != 6 {
-		err = errors.New("the interface has no Ethernet address")
-	}
-	return mac, err
-}
-
-func peerMACOf(bed *testbed.Bed) (net.HardwareAddr, error) {
-	var mac net.HardwareAddr
-	err := bed.InPeer(func() error {
-		ifc, err := net.InterfaceByName(bed.Peer)
-		if err == nil {
-			mac = ifc.HardwareAddr
-		}
-		return err
-	})
-	return mac, err
 }

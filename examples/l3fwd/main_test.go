@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +16,19 @@ import (
 	"github.com/packetio/packetio/internal/testenv"
 )
 
-func l3fwdOn(t *testing.T, backend string) {
+// TestMain runs main itself when asked, for the exit-status tests.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("L3FWD_TEST_MAIN"); args != "" {
+		os.Args = append([]string{"l3fwd"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func l3fwdOn(t *testing.T, o options, want string) {
 	t.Helper()
-	o := options{backend: backend, batch: 64, duration: time.Second, report: 300 * time.Millisecond}
+	o.batch, o.duration, o.report, o.feedPPS = 64, time.Second, 300*time.Millisecond, 200000
 	res, err := run(context.Background(), o, os.Stderr)
 	if err != nil {
 		t.Fatal(err) // includes the frame-conservation check
@@ -26,18 +39,42 @@ func l3fwdOn(t *testing.T, backend string) {
 	if res.verdicts[forward.BadHeader] != 0 {
 		t.Fatalf("%d frames from the source had bad headers", res.verdicts[forward.BadHeader])
 	}
+	if !regexp.MustCompile(want).MatchString(res.first) {
+		t.Errorf("first line %q does not match %q", res.first, want)
+	}
 }
+
+// fed is what the first line says of the feeder and the sink.
+const fed = `; fed by the in-kernel generator \(trafficgen, XDP_TX\) on CPU 0 from (\S+)(, GRO on at \S+ so its veth takes XDP frames)?, 60-byte UDP to 10.99.1.1 port 9, 64 flows; routed back to \S+ \(\S+\), whose kernel drops it at its routing look; `
 
 func TestL3fwdOnOwnPair(t *testing.T) {
 	testenv.NeedRoot(t)
-	l3fwdOn(t, "afpacket")
+	testenv.NeedBPF(t)
+	l3fwdOn(t, options{backend: "afpacket"}, `^l3fwd: afpacket on \S+, 1 rx queue \+ 1 tx queue, kernel copy \(TPACKET_V3 receive rings\), need-wakeup n/a, busy-poll n/a, stamps on \(the kernel's, always\), batch 64, worker CPU 1`+fed+`a tap`)
 }
 
 // TestL3fwdOnAFXDP: steered to what the router routes, forwarded in the
-// frame it arrived in, every frame home at the end.
+// frame it arrived in, every frame home at the end; -busy-poll and -cpu
+// reach the device and the worker.
 func TestL3fwdOnAFXDP(t *testing.T) {
 	testenv.NeedBPF(t)
-	l3fwdOn(t, "afxdp")
+	l3fwdOn(t, options{backend: "afxdp"}, `^l3fwd: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, worker CPU 1`+fed+`taking `)
+	l3fwdOn(t, options{backend: "afxdp", busyPoll: true, cpu: "0"}, `, busy-poll 50us budget 64\b.* worker CPU 0;`)
+}
+
+func TestL3fwdRefusesFlagsByName(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"-backend afpacket -busy-poll", "-busy-poll: afpacket has no busy-poll mode"},
+		{"-cpu 999", "no CPU 999"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "L3FWD_TEST_MAIN="+tc.args)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("l3fwd %s: %v, %q; want exit status 2 and %q", tc.args, err, out, tc.want)
+		}
+	}
 }
 
 func TestL3fwdRefusesABadRoute(t *testing.T) {

@@ -12,6 +12,13 @@
 // with clock_gettime(CLOCK_MONOTONIC), the clock of Go's monotonic time).
 // On a backend that steers (afxdp) both ends take only UDP to port 7777.
 //
+// Its first line says what runs: backend, interface, queues, the mode the
+// kernel granted, need-wakeup, busy-poll, stamps (always asked for: they
+// time the receive path), one frame per trip, the measuring worker's CPU,
+// and what reflects. -busy-poll (afxdp) busy-polls both ends' queues and
+// never sleeps in Poll; -cpu pins the measuring worker. A flag the backend
+// has not got is refused (exit status 2).
+//
 //	sudo go run ./examples/pingpong -n 2000
 //	sudo go run ./examples/pingpong -backend afxdp -n 2000
 //	sudo go run ./examples/pingpong -i veth0 -mode reflect      # on one host
@@ -19,6 +26,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -33,6 +41,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/stamp"
 	"github.com/packetio/packetio/examples/internal/testbed"
@@ -45,6 +54,8 @@ func main() {
 	n := flag.Int("n", 10000, "round trips to time")
 	lowLatency := flag.Bool("low-latency", false, "use the backend's low-latency receive mode (afpacket: TPACKET_V2 rings woken per packet)")
 	reflector := flag.String("reflector", "", "backend of the reflector on the program's own veth pair (default: -backend; afpacket when that is dpdk, one EAL per process)")
+	cpu := flag.String("cpu", "", "CPU to pin the measuring worker to, e.g. 1 (default: the scheduler's choice)")
+	busyPoll := flag.Bool("busy-poll", false, fmt.Sprintf("busy-poll the queues (afxdp: SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: pingpong [flags]\n\nTimes round trips of one frame at a time. Exit status: 0 on success, 1 on\nfailure (also if a reply never came), 2 for bad flags.\n\n")
 		flag.PrintDefaults()
@@ -54,13 +65,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pingpong: -mode measure|reflect (reflect needs -i), -n at least 1")
 		os.Exit(2)
 	}
+	c := config{backend: *b, reflector: *reflector, iface: *iface, n: *n, lowLatency: *lowLatency, cpu: *cpu, busyPoll: *busyPoll}
+	if err := c.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "pingpong:", err)
+		os.Exit(2)
+	}
 	ctx, stop := testbed.Interrupted()
 	defer stop()
 	var err error
 	if *mode == "reflect" {
-		err = reflectOn(ctx, *b, *iface, *lowLatency, os.Stdout)
+		err = reflectOn(ctx, c, os.Stdout)
 	} else {
-		_, err = measure(ctx, config{backend: *b, reflector: *reflector, iface: *iface, n: *n, lowLatency: *lowLatency}, os.Stdout)
+		_, err = measure(ctx, c, os.Stdout)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "pingpong:", err)
@@ -72,37 +88,65 @@ func main() {
 type config struct {
 	backend, reflector, iface string
 	n                         int
-	lowLatency                bool
+	lowLatency, busyPoll      bool
+	cpu                       string
 }
 
-// open opens one end: on a backend that steers, it takes only pingpong's
-// frames (UDP to port 7777) from the kernel.
-func open(b string, lowLatency bool) func(string) (packetio.Device, error) {
-	steer := backend.Steering(b, packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, port)})
-	return func(name string) (packetio.Device, error) {
-		return backend.Open(b, name, backend.Config{TxQueues: 1, RxQueues: 1, LowLatency: lowLatency, Steering: steer, Stamps: true})
+// check refuses flags the backend has not got, and CPUs the machine has
+// not got.
+func (c config) check() error {
+	if err := backend.CheckFlags(c.backend, backend.Flags{BusyPoll: c.busyPoll}); err != nil {
+		return err
 	}
+	_, err := cpus.Parse(c.cpu)
+	return err
 }
 
-func reflectOn(ctx context.Context, b, iface string, lowLatency bool, w io.Writer) error {
-	bed, err := testbed.Setup(iface, w)
+// deviceConfig is what one end on backend b is opened with: on a backend
+// that steers it takes only pingpong's frames (UDP to port 7777) from the
+// kernel; busy-polling where b has it and it was asked for.
+func (c config) deviceConfig(b string) backend.Config {
+	steer := backend.Steering(b, packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, port)})
+	busy := c.busyPoll && backend.CheckFlags(b, backend.Flags{BusyPoll: true}) == nil
+	return backend.Config{TxQueues: 1, RxQueues: 1, LowLatency: c.lowLatency, Steering: steer, Stamps: true, BusyPoll: busy}
+}
+
+// open opens one end on backend b.
+func (c config) open(b string) func(string) (packetio.Device, error) {
+	cfg := c.deviceConfig(b)
+	return func(name string) (packetio.Device, error) { return backend.Open(b, name, cfg) }
+}
+
+// pollWait is how long a loop waits in Poll: not at all when busy-polling.
+func pollWait(busy bool, d time.Duration) time.Duration {
+	if busy {
+		return 0
+	}
+	return d
+}
+
+func reflectOn(ctx context.Context, c config, w io.Writer) error {
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(c.iface, &setup)
 	if err != nil {
 		return err
 	}
 	defer bed.Close()
-	d, err := bed.Open(open(b, lowLatency))
+	d, err := bed.Open(c.open(c.backend))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "reflecting; ^C to stop")
-	n, err := reflect(ctx, d)
+	cfg := c.deviceConfig(c.backend)
+	fmt.Fprintln(w, backend.Line{Program: "pingpong reflect", Backend: c.backend, Iface: bed.Name, Dev: d, Config: cfg, Rx: true, Tx: true, Batch: 64, Feed: "reflecting in place; ^C to stop"})
+	w.Write(setup.Bytes())
+	n, err := reflect(ctx, d, cfg.BusyPoll)
 	fmt.Fprintf(w, "reflected %d frames\n", n)
 	return err
 }
 
 // reflect sends every pingpong frame back where it came from, rewritten in
 // the frame it arrived in, until ctx ends.
-func reflect(ctx context.Context, d packetio.Device) (int, error) {
+func reflect(ctx context.Context, d packetio.Device, busy bool) (int, error) {
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
 	rx.Fill(rx.NumFreeFillSlots())
 	back := make([]packetio.Desc, 0, 256)
@@ -110,7 +154,7 @@ func reflect(ctx context.Context, d packetio.Device) (int, error) {
 	drop := make([]packetio.Desc, 0, 64)
 	total := 0
 	for ctx.Err() == nil {
-		if _, err := rx.Poll(50 * time.Millisecond); err != nil {
+		if _, err := rx.Poll(pollWait(busy, 50*time.Millisecond)); err != nil {
 			return total, err
 		}
 		keep, drop = keep[:0], drop[:0]
@@ -158,18 +202,27 @@ const port = 7777
 type trips struct {
 	rtt, rxPath []time.Duration
 	clock       stamp.Clock
+	first       string // the first line
 }
 
 func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
-	bed, err := testbed.Setup(c.iface, w)
+	if err := c.check(); err != nil {
+		return trips{}, err
+	}
+	// What Setup did is said after the first line.
+	var setup bytes.Buffer
+	bed, err := testbed.Setup(c.iface, &setup)
 	if err != nil {
 		return trips{}, err
 	}
 	defer bed.Close()
-	d, err := bed.Open(open(c.backend, c.lowLatency))
+	d, err := bed.Open(c.open(c.backend))
 	if err != nil {
 		return trips{}, err
 	}
+	workers, _ := cpus.Parse(c.cpu)
+	line := backend.Line{Program: "pingpong", Backend: c.backend, Iface: bed.Name, Dev: d, Config: c.deviceConfig(c.backend), Rx: true, Tx: true, Batch: 1, CPUs: workers,
+		Feed: "sending one frame per trip, broadcast, to whatever reflects on " + bed.Name}
 	if bed.Own() {
 		rb := c.reflector
 		if rb == "" {
@@ -178,16 +231,37 @@ func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
 				rb = "afpacket"
 			}
 		}
-		peer, err := bed.OpenPeer(open(rb, c.lowLatency))
+		peer, err := bed.OpenPeer(c.open(rb))
 		if err != nil {
 			return trips{}, fmt.Errorf("reflector: %w", err)
 		}
+		rcfg := c.deviceConfig(rb)
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); reflect(rctx, peer) }()
+		go func() { defer close(done); reflect(rctx, peer, rcfg.BusyPoll) }()
 		defer func() { cancel(); <-done }()
-		fmt.Fprintf(w, "reflector running on %s (%s)\n", bed.Peer, rb)
+		rt := backend.TraitsOf(rb, peer, rcfg)
+		line.Feed = fmt.Sprintf("sending one frame per trip to a reflector on %s: %s (%s, busy-poll %s), unpinned, turning each frame around in place", bed.Peer, rb, rt.Mode, rt.BusyPoll)
 	}
+	res := trips{first: line.String()}
+	fmt.Fprintln(w, res.first)
+	w.Write(setup.Bytes())
+	// The trips run on a worker of their own, pinned where -cpu says.
+	var err2 error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err2 = cpus.Pin(cpus.For(workers, 0)); err2 == nil {
+			res, err2 = timeTrips(ctx, c, bed, d, res, w)
+		}
+	}()
+	<-done
+	return res, err2
+}
+
+// timeTrips times c.n round trips on d.
+func timeTrips(ctx context.Context, c config, bed *testbed.Bed, d packetio.Device, res trips, w io.Writer) (trips, error) {
+	wait := pollWait(c.deviceConfig(c.backend).BusyPoll, time.Second)
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
 	stamper, stamps := rx.(packetio.TimestampReceiver)
 	stamps = stamps && d.Capabilities().RxTimestamps
@@ -203,7 +277,7 @@ func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
 	} else {
 		fmt.Fprintf(w, "timing %d round trips of %d bytes on %s; no arrival stamps on a clock this program reads (%s)\n", n, spec.Len(), bed.Name, clock.Name)
 	}
-	res := trips{rtt: make([]time.Duration, 0, n), clock: clock}
+	res.rtt, res.clock = make([]time.Duration, 0, n), clock
 	if stamps {
 		res.rxPath = make([]time.Duration, 0, n)
 	}
@@ -224,7 +298,7 @@ func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
 		tx.Complete(1 << 20)
 		got := false
 		for deadline := start.Add(time.Second); !got && time.Now().Before(deadline); {
-			if _, err := rx.Poll(time.Until(deadline)); err != nil {
+			if _, err := rx.Poll(min(wait, time.Until(deadline))); err != nil {
 				return res, err
 			}
 			var descs []packetio.Desc

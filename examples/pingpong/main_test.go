@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/packetio/packetio/internal/testenv"
@@ -16,7 +18,33 @@ func TestPingpongOnOwnPair(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkTrips(t, res)
+		checkLine(t, res, `^pingpong: afpacket on \S+, 1 rx queue \+ 1 tx queue, kernel copy \(TPACKET_V[23] receive rings.*\), need-wakeup n/a, busy-poll n/a, stamps on \(the kernel's, always\), batch 1, workers unpinned; sending one frame per trip to a reflector on \S+: afpacket \(kernel copy`)
 	}
+}
+
+func checkLine(t *testing.T, res trips, want string) {
+	t.Helper()
+	if !regexp.MustCompile(want).MatchString(res.first) {
+		t.Errorf("first line %q does not match %q", res.first, want)
+	}
+}
+
+// TestPingpongFlags: -busy-poll and -cpu reach both afxdp ends and the
+// worker; -busy-poll on afpacket is refused by name.
+func TestPingpongFlags(t *testing.T) {
+	if err := (config{backend: "afpacket", busyPoll: true}).check(); err == nil || !strings.Contains(err.Error(), "-busy-poll: afpacket") {
+		t.Errorf("-busy-poll on afpacket: %v", err)
+	}
+	if err := (config{backend: "afxdp", cpu: "999"}).check(); err == nil || !strings.Contains(err.Error(), "no CPU 999") {
+		t.Errorf("-cpu 999: %v", err)
+	}
+	testenv.NeedBPF(t)
+	res, err := measure(context.Background(), config{backend: "afxdp", n: 200, busyPoll: true, cpu: "1"}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTrips(t, res)
+	checkLine(t, res, `^pingpong: afxdp on \S+, .*native XDP copy mode, need-wakeup on, busy-poll 50us budget 64\b.*, stamps on, batch 1, worker CPU 1; .*: afxdp \(native XDP copy mode, busy-poll 50us`)
 }
 
 // TestPingpongOnAFXDP: both ends on afxdp, and the reflector on afpacket,
@@ -29,6 +57,7 @@ func TestPingpongOnAFXDP(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkTrips(t, res)
+		checkLine(t, res, `^pingpong: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps on, batch 1, workers unpinned; `)
 	}
 }
 

@@ -31,3 +31,20 @@ func init() {
 		return afpacket.Open(name, opts...)
 	})
 }
+
+func init() {
+	traitsOf["afpacket"] = func(d packetio.Device, c Config) Traits {
+		mode := "kernel copy (TPACKET_V3 receive rings)"
+		switch {
+		case c.RxQueues == 0:
+			mode = "kernel copy (AF_PACKET transmit, qdisc bypass)"
+		case c.LowLatency:
+			mode = "kernel copy (TPACKET_V2 receive rings, woken per packet)"
+		}
+		stamps := "n/a"
+		if c.RxQueues > 0 && d.Capabilities().RxTimestamps {
+			stamps = "on (the kernel's, always)"
+		}
+		return Traits{Mode: mode, NeedWakeup: "n/a", BusyPoll: "n/a", Stamps: stamps}
+	}
+}

@@ -3,8 +3,11 @@
 package backend
 
 import (
+	"fmt"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
+	"github.com/packetio/packetio/afxdp/xdp"
 )
 
 func init() {
@@ -32,4 +35,61 @@ func init() {
 		}
 		return afxdp.Open(name, opts...)
 	})
+}
+
+func init() {
+	traitsOf["afxdp"] = func(d packetio.Device, _ Config) Traits {
+		x, ok := d.(*afxdp.Device)
+		if !ok {
+			return na
+		}
+		return XDPTraits(x.Info())
+	}
+}
+
+// XDPTraits reads an AF_XDP datapath's traits from its Info, as the kernel
+// granted them: the attach mode and zero-copy read back, need-wakeup as
+// bound, busy-poll as the socket reports it, stamps as the program does.
+func XDPTraits(in xdp.Info) Traits {
+	copyMode := "copy mode"
+	if in.ZeroCopy {
+		copyMode = "zero-copy mode"
+	}
+	var mode string
+	switch in.Mode {
+	case "native", "generic":
+		mode = in.Mode + " XDP " + copyMode
+	case "", "none":
+		mode = "no XDP program (transmit only), " + copyMode
+	default:
+		mode = in.Mode + " XDP " + copyMode
+	}
+	stamps := "on"
+	if in.Timestamps == "" || in.Timestamps == "off" {
+		stamps = "off"
+	}
+	busy := in.BusyPoll
+	if busy == "" {
+		busy = "off"
+	}
+	return Traits{Mode: mode, NeedWakeup: onOff(in.NeedWakeup), BusyPoll: busy, Stamps: stamps}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// XDPLine is the first line of a program on the AF_XDP datapath itself
+// (afxdp/xdp): as Line, from the fleet's Info as the kernel granted it.
+func XDPLine(program string, in xdp.Info, batch int, cpus []int, feed string) string {
+	t := XDPTraits(in)
+	s := fmt.Sprintf("%s: afxdp/xdp on %s, %s, %s, need-wakeup %s, busy-poll %s, stamps %s, batch %d, %s",
+		program, in.Interface, plural(in.Queues, "queue"), t.Mode, t.NeedWakeup, t.BusyPoll, t.Stamps, batch, CPUString(cpus))
+	if feed != "" {
+		s += "; " + feed
+	}
+	return s
 }

@@ -54,3 +54,13 @@ func hugePages() bool {
 	}
 	return false
 }
+
+func init() {
+	traitsOf["dpdk"] = func(d packetio.Device, _ Config) Traits {
+		mode := "n/a"
+		if x, ok := d.(*dpdk.Device); ok {
+			mode = "poll-mode driver " + x.Info().Driver
+		}
+		return Traits{Mode: mode, NeedWakeup: "n/a", BusyPoll: "always (a polling driver)", Stamps: "n/a"}
+	}
+}

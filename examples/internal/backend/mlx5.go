@@ -28,3 +28,18 @@ func init() {
 		return mlx5.Open(name, opts...)
 	})
 }
+
+func init() {
+	traitsOf["mlx5"] = func(d packetio.Device, _ Config) Traits {
+		t := Traits{Mode: "n/a", NeedWakeup: "n/a", BusyPoll: "always (a polling driver)", Stamps: "n/a"}
+		if x, ok := d.(*mlx5.Device); ok {
+			in := x.Info()
+			t.Mode = "user-space verbs, tx " + in.TxMode
+			t.Stamps = "off"
+			if in.Clock && d.Capabilities().RxTimestamps {
+				t.Stamps = "on (the NIC's clock)"
+			}
+		}
+		return t
+	}
+}

@@ -8,9 +8,11 @@
 package bed
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -187,4 +189,37 @@ func (r *Raw) Close() error {
 	err := unix.Close(r.fd)
 	r.fd = -1
 	return err
+}
+
+// AfterFirstLine returns a writer to w that holds msg back until the first
+// line has been written through it, so that a program's first line (what it
+// runs) stays first when something was done, and said, before it.
+func AfterFirstLine(w io.Writer, msg string) io.Writer {
+	return &afterFirst{w: w, msg: msg}
+}
+
+type afterFirst struct {
+	w    io.Writer
+	msg  string
+	done bool
+}
+
+func (a *afterFirst) Write(p []byte) (int, error) {
+	if a.done {
+		return a.w.Write(p)
+	}
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		return a.w.Write(p)
+	}
+	n, err := a.w.Write(p[:i+1])
+	if err != nil {
+		return n, err
+	}
+	a.done = true
+	if _, err := io.WriteString(a.w, a.msg); err != nil {
+		return n, err
+	}
+	m, err := a.w.Write(p[i+1:])
+	return n + m, err
 }

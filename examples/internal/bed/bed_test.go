@@ -2,6 +2,7 @@ package bed
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,27 @@ func TestNamedPortRunsInPlace(t *testing.T) {
 	p := netns.New(t)
 	if got := Of(p.A); got.Name != p.A.Link || got.Host != p.A {
 		t.Fatalf("%+v", got)
+	}
+}
+
+func TestAfterFirstLine(t *testing.T) {
+	for _, tc := range []struct {
+		writes []string
+		want   string
+	}{
+		{[]string{"first\n", "second\n"}, "first\nMSG\nsecond\n"},
+		{[]string{"fi", "rst\nsec", "ond\n"}, "first\nMSG\nsecond\n"},
+		{[]string{"no newline"}, "no newline"},
+	} {
+		var b strings.Builder
+		w := AfterFirstLine(&b, "MSG\n")
+		for _, s := range tc.writes {
+			if n, err := w.Write([]byte(s)); err != nil || n != len(s) {
+				t.Fatalf("Write(%q) = %d, %v", s, n, err)
+			}
+		}
+		if b.String() != tc.want {
+			t.Errorf("%q: wrote %q, want %q", tc.writes, b.String(), tc.want)
+		}
 	}
 }

@@ -14,22 +14,47 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/bed"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/filter"
 )
+
+// Tuning is how a program runs its fleet, and what it says of itself on
+// its first line.
+type Tuning struct {
+	// Program is the program's name, for the first line.
+	Program string
+	// Batch is the most frames per Receive.
+	Batch int
+	// BusyPoll makes every socket busy-poll its queue (SO_BUSY_POLL
+	// backend.BusyPollUsecs, budget backend.BusyPollBudget) and the loop
+	// never sleep in Poll.
+	BusyPoll bool
+	// CPUs pins worker i to the i-th CPU (in turn); none: unpinned.
+	CPUs []int
+	// Feed says what feeds the program, for the first line.
+	Feed string
+}
 
 // Open opens a fleet on p taking what m matches, laid out for answering
 // in place: received frames are what is sent, so the transmit pool gets
 // only a token 64 frames and every ring room for all 4096. It prints the
-// fleet's Info to w.
-func Open(p bed.Port, m filter.Match, w io.Writer) (*xdp.Fleet, error) {
+// first line (backend.XDPLine, read back from the fleet's Info) to w, and
+// the Info after it.
+func Open(p bed.Port, m filter.Match, t Tuning, w io.Writer) (*xdp.Fleet, error) {
+	opts := []xdp.Option{
+		xdp.WithFilter(m),
+		xdp.WithNeedWakeup(),
+		xdp.WithNumFrames(4096), xdp.WithTxFrames(64),
+		xdp.WithRingSizes(2048, 4096, 2048, 4096),
+	}
+	if t.BusyPoll {
+		opts = append(opts, xdp.WithBusyPoll(backend.BusyPollUsecs, backend.BusyPollBudget))
+	}
 	var fleet *xdp.Fleet
 	err := p.Do(func() (err error) {
-		fleet, err = xdp.Open(p.Name,
-			xdp.WithFilter(m),
-			xdp.WithNeedWakeup(),
-			xdp.WithNumFrames(4096), xdp.WithTxFrames(64),
-			xdp.WithRingSizes(2048, 4096, 2048, 4096))
+		fleet, err = xdp.Open(p.Name, opts...)
 		return err
 	})
 	if err != nil {
@@ -40,6 +65,7 @@ func Open(p bed.Port, m filter.Match, w io.Writer) (*xdp.Fleet, error) {
 		fleet.Close()
 		return nil, err
 	}
+	fmt.Fprintln(w, backend.XDPLine(t.Program, info, t.Batch, t.CPUs, t.Feed))
 	fmt.Fprintln(w, info)
 	return fleet, nil
 }
@@ -51,16 +77,21 @@ type Workers struct {
 	errs   chan error
 }
 
-// Start runs work on every socket of fleet, each in its own goroutine,
-// until ctx ends or Stop.
-func Start(ctx context.Context, fleet *xdp.Fleet, work func(context.Context, *xdp.Socket) error) *Workers {
+// Start runs work on every socket of fleet, each in its own goroutine
+// pinned to the CPUs given in turn (none: unpinned), until ctx ends or
+// Stop.
+func Start(ctx context.Context, fleet *xdp.Fleet, pin []int, work func(context.Context, *xdp.Socket) error) *Workers {
 	ctx, cancel := context.WithCancel(ctx)
 	ws := &Workers{cancel: cancel, errs: make(chan error, fleet.NumQueues())}
-	for _, s := range fleet.Sockets() {
+	for i, s := range fleet.Sockets() {
 		ws.wg.Add(1)
 		go func() {
 			defer ws.wg.Done()
-			if err := work(ctx, s); err != nil {
+			err := cpus.Pin(cpus.For(pin, i))
+			if err == nil {
+				err = work(ctx, s)
+			}
+			if err != nil {
 				ws.errs <- err
 			}
 		}()
@@ -81,16 +112,18 @@ func (ws *Workers) Stop() error {
 type Loop struct {
 	s     *xdp.Socket
 	batch int
+	busy  bool
 	mem   []byte
 	size  uint64     // frame size
 	done  []uint64   // completed addresses
 	home  []xdp.Desc // the same, as descriptors for Recycle
 }
 
-// NewLoop prepares the loop of s, receiving up to batch frames at a time.
-func NewLoop(s *xdp.Socket, batch int) *Loop {
+// NewLoop prepares the loop of s, receiving up to batch frames at a time;
+// busy makes it never sleep in Poll (for a socket that busy-polls).
+func NewLoop(s *xdp.Socket, batch int, busy bool) *Loop {
 	return &Loop{
-		s: s, batch: batch, mem: s.UMEM(), size: uint64(s.FrameSize()),
+		s: s, batch: batch, busy: busy, mem: s.UMEM(), size: uint64(s.FrameSize()),
 		done: make([]uint64, 0, 4096), home: make([]xdp.Desc, 0, 4096),
 	}
 }
@@ -110,7 +143,7 @@ func (l *Loop) reclaim() {
 
 // Next reclaims completed frames, refills the fill ring and waits for
 // frames: up to 100 ms, or 1 ms while transmitted frames are still to be
-// completed. It returns what arrived (possibly nothing); ok is false once
+// completed, or not at all on a busy-polling loop. It returns what arrived (possibly nothing); ok is false once
 // ctx has ended or the socket is closed, and err is set for any other
 // failure.
 func (l *Loop) Next(ctx context.Context) (descs []xdp.Desc, ok bool, err error) {
@@ -120,7 +153,10 @@ func (l *Loop) Next(ctx context.Context) (descs []xdp.Desc, ok bool, err error) 
 	l.reclaim()
 	l.s.Fill(l.s.NumFreeFillSlots())
 	wait := 100 * time.Millisecond
-	if l.s.NumTransmitted() > 0 {
+	switch {
+	case l.busy:
+		wait = 0
+	case l.s.NumTransmitted() > 0:
 		wait = time.Millisecond
 	}
 	if _, err := l.s.Poll(wait); err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -181,4 +182,25 @@ func (b *Bed) Close() error {
 // can stop and the deferred Close run: the host is left as it was.
 func Interrupted() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// MAC is the Ethernet address of the example's interface.
+func (b *Bed) MAC() (net.HardwareAddr, error) { return macOf(b.In, b.Name) }
+
+// PeerMAC is the Ethernet address of the far end (only on an own bed).
+func (b *Bed) PeerMAC() (net.HardwareAddr, error) { return macOf(b.InPeer, b.Peer) }
+
+func macOf(in func(func() error) error, name string) (net.HardwareAddr, error) {
+	var mac net.HardwareAddr
+	err := in(func() error {
+		ifc, err := net.InterfaceByName(name)
+		if err == nil {
+			mac = ifc.HardwareAddr
+		}
+		return err
+	})
+	if err == nil && len(mac) != 6 {
+		err = fmt.Errorf("testbed: %s has no Ethernet address", name)
+	}
+	return mac, err
 }

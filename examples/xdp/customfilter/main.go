@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/bed"
 	"github.com/packetio/packetio/examples/internal/pkt"
 	"github.com/packetio/packetio/examples/internal/ratelog"
@@ -145,8 +146,8 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer pair.Close()
-	fmt.Fprintf(w, "no -i: made veth pair %s <-> %s in two throwaway namespaces\n", pair.A.Link, pair.B.Link)
-	return demo(ctx, o, bed.Of(pair.A), bed.Of(pair.B), w)
+	made := fmt.Sprintf("no -i: made veth pair %s <-> %s in two throwaway namespaces\n", pair.A.Link, pair.B.Link)
+	return demo(ctx, o, bed.Of(pair.A), bed.Of(pair.B), bed.AfterFirstLine(w, made))
 }
 
 // matchFor builds the match the options ask for. port, when given, is
@@ -250,9 +251,13 @@ func open(port bed.Port, m filter.Match, w io.Writer, extra ...xdp.Option) (*xdp
 		fleet.Close()
 		return nil, err
 	}
+	fmt.Fprintln(w, backend.XDPLine("customfilter", info, batch, nil, "taking what the custom match takes, the rest left to the kernel"))
 	fmt.Fprintln(w, info)
 	return fleet, nil
 }
+
+// batch is the most frames one Receive takes.
+const batch = 64
 
 // receive runs one goroutine per queue, each the receive cycle Fill, Poll,
 // Receive, Recycle, until ctx ends, and waits for them before returning
@@ -280,7 +285,7 @@ func receive(ctx context.Context, fleet *xdp.Fleet, show int, w io.Writer, seen 
 					failed <- err
 					return
 				}
-				descs := s.Receive(64)
+				descs := s.Receive(batch)
 				if len(descs) == 0 {
 					continue
 				}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"regexp"
 	"testing"
 
 	"github.com/packetio/packetio/examples/internal/bed"
@@ -29,9 +31,15 @@ func TestDemoOnOwnPair(t *testing.T) {
 	} {
 		t.Run(tc.match, func(t *testing.T) {
 			p := netns.New(t)
-			res, err := runDemo(context.Background(), tc, bed.Of(p.A), bed.Of(p.B), os.Stderr)
+			var out bytes.Buffer
+			res, err := runDemo(context.Background(), tc, bed.Of(p.A), bed.Of(p.B), bed.AfterFirstLine(&out, "made\n"))
+			os.Stderr.Write(out.Bytes())
 			if err != nil {
 				t.Fatal(err)
+			}
+			const want = `^customfilter: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; taking what the custom match takes, the rest left to the kernel\nmade\n`
+			if !regexp.MustCompile(want).MatchString(out.String()) {
+				t.Errorf("output does not begin with the first line (%q): %.300q", want, out.String())
 			}
 			if res.hits == 0 || res.misses == 0 {
 				t.Fatalf("a demonstration of %d hits and %d misses shows nothing", res.hits, res.misses)

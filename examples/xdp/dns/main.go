@@ -30,6 +30,12 @@
 // own lookups that come from port 53 to it (keep -port 53 off the interface
 // the host resolves through, or give the host another resolver).
 //
+// Its first line says what runs, read back from the fleet: interface,
+// queues, attach mode, copy or zero-copy, need-wakeup, busy-poll, stamps,
+// batch, the workers' CPUs, and what asks. -busy-poll makes every socket
+// busy-poll its queue and the loops never sleep in Poll; -cpu pins the
+// workers.
+//
 //	sudo go run ./examples/xdp/dns
 //	sudo go run ./examples/xdp/dns -i eth1 -zone "ns.lab.test=10.0.0.53"
 //
@@ -50,7 +56,9 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/bed"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/inplace"
 	"github.com/packetio/packetio/examples/internal/pkt"
 	"github.com/packetio/packetio/examples/internal/ratelog"
@@ -69,10 +77,14 @@ type options struct {
 	ttl      uint
 	batch    int
 	duration time.Duration
+	cpu      string
+	busyPoll bool
 }
 
 func main() {
 	var o options
+	flag.StringVar(&o.cpu, "cpu", "", "CPUs to pin the workers to, worker i on the i-th, e.g. 1 or 0,1 (default: the scheduler's choice)")
+	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll every queue (SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.StringVar(&o.iface, "i", "", "interface (default: a veth pair in throwaway namespaces, with Go's resolver on the far end; needs root)")
 	flag.StringVar(&o.zone, "zone", "", `the zone: "name=addr,name=addr,..." (default without -i: a demonstration zone)`)
 	flag.UintVar(&o.port, "port", 53, "UDP port to serve")
@@ -104,6 +116,10 @@ Exit status: 0 on success, 1 on failure or a wrong answer, 2 for bad flags,
 		fmt.Fprintln(os.Stderr, "dns: -zone is required with -i; -port 1-65535, -ttl up to 2^31-1, -batch 1-1024")
 		os.Exit(2)
 	}
+	if _, err := cpus.Parse(o.cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "dns:", err)
+		os.Exit(2)
+	}
 	ctx, stop := bed.Interrupted()
 	defer stop()
 	if err := run(ctx, o, z, os.Stdout); err != nil {
@@ -116,18 +132,28 @@ Exit status: 0 on success, 1 on failure or a wrong answer, 2 for bad flags,
 	}
 }
 
+// tuning is how the fleet runs, and what asks, for the first line.
+func (o options) tuning(feed string) (inplace.Tuning, error) {
+	pin, err := cpus.Parse(o.cpu)
+	return inplace.Tuning{Program: "dns", Batch: o.batch, BusyPoll: o.busyPoll, CPUs: pin, Feed: feed}, err
+}
+
 func run(ctx context.Context, o options, z *Zone, w io.Writer) error {
-	fmt.Fprintf(w, "zone:\n%s\n", z)
 	if o.iface != "" {
 		if o.duration > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, o.duration)
 			defer cancel()
 		}
-		srv, err := start(ctx, bed.Named(o.iface), z, uint16(o.port), o.batch, w)
+		t, err := o.tuning(fmt.Sprintf("answering queries to UDP port %d that arrive on %s", o.port, o.iface))
 		if err != nil {
 			return err
 		}
+		srv, err := start(ctx, bed.Named(o.iface), z, uint16(o.port), t, w)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "zone:\n%s\n", z)
 		<-ctx.Done()
 		return srv.stop(w)
 	}
@@ -136,11 +162,16 @@ func run(ctx context.Context, o options, z *Zone, w io.Writer) error {
 		return err
 	}
 	defer pair.Close()
-	fmt.Fprintf(w, "no -i: made veth pair %s (%s) <-> %s (%s) in two throwaway namespaces\n", pair.A.Link, pair.A.Addr, pair.B.Link, pair.B.Addr)
-	srv, err := start(ctx, bed.Of(pair.A), z, uint16(o.port), o.batch, w)
+	t, err := o.tuning(fmt.Sprintf("asked by Go's resolver in %s's namespace, one query at a time", pair.B.Link))
 	if err != nil {
 		return err
 	}
+	srv, err := start(ctx, bed.Of(pair.A), z, uint16(o.port), t, w)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "no -i: made veth pair %s (%s) <-> %s (%s) in two throwaway namespaces\n", pair.A.Link, pair.A.Addr, pair.B.Link, pair.B.Addr)
+	fmt.Fprintf(w, "zone:\n%s\n", z)
 	server := fmt.Sprintf("%s:%d", pair.A.Addr.Addr(), o.port)
 	fmt.Fprintf(w, "asking Go's resolver in %s's namespace, at %s:\n", pair.B.Link, server)
 	bad := askAll(ctx, bed.Of(pair.B), server, z, w)
@@ -163,16 +194,16 @@ type server struct {
 
 // start opens the fleet on p, steering UDP to port, and starts one worker
 // per queue.
-func start(ctx context.Context, p bed.Port, z *Zone, port uint16, batch int, w io.Writer) (*server, error) {
+func start(ctx context.Context, p bed.Port, z *Zone, port uint16, t inplace.Tuning, w io.Writer) (*server, error) {
 	// Answers go out in the frames queries came in.
-	fleet, err := inplace.Open(p, filter.MatchUDPPort(port), w)
+	fleet, err := inplace.Open(p, filter.MatchUDPPort(port), t, w)
 	if err != nil {
 		return nil, err
 	}
 	srv := &server{fleet: fleet}
 	log := ratelog.New(os.Stderr, time.Second)
-	srv.workers = inplace.Start(ctx, fleet, func(ctx context.Context, s *xdp.Socket) error {
-		return srv.serve(ctx, s, z, port, batch, log)
+	srv.workers = inplace.Start(ctx, fleet, t.CPUs, func(ctx context.Context, s *xdp.Socket) error {
+		return srv.serve(ctx, s, z, port, t, log)
 	})
 	return srv, nil
 }
@@ -200,8 +231,9 @@ func (srv *server) stop(w io.Writer) error {
 
 // serve is one queue's loop: each query is answered in the frame it came
 // in (Receive, answer in place, Transmit, CompleteInto, Recycle).
-func (srv *server) serve(ctx context.Context, s *xdp.Socket, z *Zone, port uint16, batch int, log *ratelog.Limiter) error {
-	l := inplace.NewLoop(s, batch)
+func (srv *server) serve(ctx context.Context, s *xdp.Socket, z *Zone, port uint16, t inplace.Tuning, log *ratelog.Limiter) error {
+	batch := t.Batch
+	l := inplace.NewLoop(s, batch, t.BusyPoll)
 	var q dnsmsg.Query
 	recs := make([]dnsmsg.Record, 0, 32)
 	var counts [numVerdicts]uint64

@@ -1,19 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/packetio/packetio/examples/internal/bed"
+	"github.com/packetio/packetio/examples/internal/inplace"
 	"github.com/packetio/packetio/examples/xdp/dns/dnsmsg"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
@@ -30,9 +34,15 @@ func serveOnPair(t *testing.T) (*netns.Pair, *server) {
 	t.Helper()
 	testenv.NeedBPF(t)
 	p := netns.New(t, netns.WithAddrs(serverAddr, clientAddr))
-	srv, err := start(context.Background(), bed.Of(p.A), demo(t), 53, 64, os.Stderr)
+	var out bytes.Buffer
+	srv, err := start(context.Background(), bed.Of(p.A), demo(t), 53, inplace.Tuning{Program: "dns", Batch: 64, Feed: "asked by the test"}, &out)
+	os.Stderr.Write(out.Bytes())
 	if err != nil {
 		t.Fatal(err)
+	}
+	const want = `^dns: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; asked by the test$`
+	if first, _, _ := strings.Cut(out.String(), "\n"); !regexp.MustCompile(want).MatchString(first) {
+		t.Errorf("first line %q does not match %q", first, want)
 	}
 	t.Cleanup(func() {
 		if err := srv.stop(os.Stderr); err != nil {
@@ -193,7 +203,7 @@ func TestTruncatedOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := start(context.Background(), bed.Of(p.A), z, 53, 64, os.Stderr)
+	srv, err := start(context.Background(), bed.Of(p.A), z, 53, inplace.Tuning{Program: "dns", Batch: 64}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,14 @@
 // prints its counters; Ctrl-C always detaches the programs and closes the
 // sockets.
 //
+// Its first lines, one per port, say what runs, read back from the fleet:
+// interface, queues, attach mode, copy or zero-copy, need-wakeup,
+// busy-poll, stamps, batch, the workers' CPUs, and what feeds it.
+// -busy-poll makes every socket busy-poll its queue and the loops never
+// sleep in Poll; -cpu pins the workers.
+//
 //	sudo go run ./examples/xdp/l2fwd
-//	sudo go run ./examples/xdp/l2fwd -bounce
+//	sudo go run ./examples/xdp/l2fwd -bounce -busy-poll -cpu 1
 //	sudo go run ./examples/xdp/l2fwd -i veth1 -o veth2
 //
 // Exit status: 0 on success (Ctrl-C with -i included), 1 if a fleet failed
@@ -47,6 +53,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -59,7 +66,9 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/bed"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/inplace"
 	"github.com/packetio/packetio/filter"
 )
@@ -72,10 +81,15 @@ type options struct {
 	keepMgmt bool
 	bounce   bool
 	n        int
+	cpu      string
+	busyPoll bool
+	feed     string // what feeds the ports, for the first lines
 }
 
 func main() {
 	var o options
+	flag.StringVar(&o.cpu, "cpu", "", "CPUs to pin the workers to, worker i on the i-th, e.g. 1 or 0,1 (default: the scheduler's choice)")
+	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll every queue (SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.StringVar(&o.in, "i", "", "first port (default: veth pairs in throwaway namespaces, with test traffic; needs root)")
 	flag.StringVar(&o.out, "o", "", "second port (default: send frames back out of -i)")
 	flag.IntVar(&o.batch, "batch", 64, "most frames per Receive call")
@@ -103,6 +117,10 @@ Exit status: 0 on success, 1 on failure or a lost frame, 2 for bad flags,
 		fmt.Fprintln(os.Stderr, "l2fwd: -batch 1-1024, -n 1-10000, -o needs -i and another interface")
 		os.Exit(2)
 	}
+	if _, err := cpus.Parse(o.cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "l2fwd:", err)
+		os.Exit(2)
+	}
 	ctx, stop := bed.Interrupted()
 	defer stop()
 	if err := run(ctx, o, os.Stdout); err != nil {
@@ -126,6 +144,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if o.out != "" {
 			ports = append(ports, bed.Named(o.out))
 		}
+		o.feed = "forwarding what arrives"
 		f, err := start(ctx, ports, o, w)
 		if err != nil {
 			return err
@@ -138,6 +157,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		n = 1
 	}
 	fwd, far := make([]bed.Port, n), make([]bed.Port, n)
+	var made bytes.Buffer // said after the first lines
 	for i := range n {
 		p, err := bed.NewPair(netip.Prefix{}, netip.Prefix{})
 		if err != nil {
@@ -145,12 +165,14 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		}
 		defer p.Close()
 		fwd[i], far[i] = bed.Of(p.A), bed.Of(p.B)
-		fmt.Fprintf(w, "no -i: made veth pair %s <-> %s in two throwaway namespaces\n", p.A.Link, p.B.Link)
+		fmt.Fprintf(&made, "no -i: made veth pair %s <-> %s in two throwaway namespaces\n", p.A.Link, p.B.Link)
 	}
+	o.feed = fmt.Sprintf("fed by %d test frames a port from a raw socket on the far end, one at a time", o.n)
 	f, err := start(ctx, fwd, o, w)
 	if err != nil {
 		return err
 	}
+	w.Write(made.Bytes())
 	res, terr := check(ctx, far, o.n, o.macswap, w)
 	serr := f.stop(w)
 	if terr != nil {
@@ -178,9 +200,17 @@ type forwarder struct {
 // start opens a fleet on each port and starts the workers: one per queue
 // bouncing on one port, one per direction and transmit queue between two.
 func start(ctx context.Context, ports []bed.Port, o options, w io.Writer) (*forwarder, error) {
+	pin, err := cpus.Parse(o.cpu)
+	if err != nil {
+		return nil, err
+	}
 	f := &forwarder{}
+	var infos []string
 	for _, p := range ports {
 		opts := []xdp.Option{xdp.WithFilter(filter.MatchAll()), xdp.WithNeedWakeup()}
+		if o.busyPoll {
+			opts = append(opts, xdp.WithBusyPoll(backend.BusyPollUsecs, backend.BusyPollBudget))
+		}
 		if o.keepMgmt {
 			opts = append(opts, xdp.WithKeepManagement())
 		}
@@ -200,23 +230,32 @@ func start(ctx context.Context, ports []bed.Port, o options, w io.Writer) (*forw
 		}
 		f.fleets, f.names = append(f.fleets, fl), append(f.names, p.Name)
 		if info, err := fl.Info(); err == nil {
-			fmt.Fprintln(w, info)
+			fmt.Fprintln(w, backend.XDPLine("l2fwd", info, o.batch, pin, o.feed))
+			infos = append(infos, info.String())
 		}
+	}
+	for _, s := range infos {
+		fmt.Fprintln(w, s)
 	}
 	ctx, f.cancel = context.WithCancel(ctx)
 	f.errs = make(chan error, 4*xdp.MaxQueues)
 	if len(f.fleets) == 1 {
 		fmt.Fprintf(w, "forwarding %s back out of itself, in place\n", f.names[0])
-		for _, s := range f.fleets[0].Sockets() {
+		for i, s := range f.fleets[0].Sockets() {
 			f.wg.Add(1)
 			go func() {
 				defer f.wg.Done()
-				f.report(bounce(ctx, s, o.batch, o.macswap, &f.forwarded[0], &f.dropped[0]))
+				if err := cpus.Pin(cpus.For(pin, i)); err != nil {
+					f.report(err)
+					return
+				}
+				f.report(bounce(ctx, s, o, &f.forwarded[0], &f.dropped[0]))
 			}()
 		}
 		return f, nil
 	}
 	fmt.Fprintf(w, "forwarding %s <-> %s, one copy per frame (two UMEMs)\n", f.names[0], f.names[1])
+	worker := 0
 	for dir := range 2 {
 		rx, tx := f.fleets[dir], f.fleets[1-dir]
 		nrx, ntx := rx.NumQueues(), tx.NumQueues()
@@ -227,10 +266,16 @@ func start(ctx context.Context, ports []bed.Port, o options, w io.Writer) (*forw
 			for q := j; q < nrx; q += ntx {
 				from = append(from, rx.Socket(q))
 			}
+			cpu := cpus.For(pin, worker)
+			worker++
 			f.wg.Add(1)
 			go func() {
 				defer f.wg.Done()
-				f.report(cross(ctx, from, tx.Socket(j), o.batch, o.macswap, &f.forwarded[1-dir], &f.dropped[dir]))
+				if err := cpus.Pin(cpu); err != nil {
+					f.report(err)
+					return
+				}
+				f.report(cross(ctx, from, tx.Socket(j), o, &f.forwarded[1-dir], &f.dropped[dir]))
 			}()
 		}
 	}
@@ -275,8 +320,9 @@ func swapMAC(b []byte) {
 // bounce sends every frame s receives back out of s, in the frame it came
 // in: Receive, Transmit, CompleteInto, Recycle, one goroutine for both
 // sides of the socket.
-func bounce(ctx context.Context, s *xdp.Socket, batch int, macswap bool, forwarded, dropped *atomic.Uint64) error {
-	l := inplace.NewLoop(s, batch)
+func bounce(ctx context.Context, s *xdp.Socket, o options, forwarded, dropped *atomic.Uint64) error {
+	macswap := o.macswap
+	l := inplace.NewLoop(s, o.batch, o.busyPoll)
 	for {
 		descs, ok, err := l.Next(ctx)
 		if !ok {
@@ -302,9 +348,13 @@ func bounce(ctx context.Context, s *xdp.Socket, batch int, macswap bool, forward
 // frame from from's UMEM into a transmit frame of to's: the receive frame
 // goes straight back to its pool, the transmit frame comes back through
 // Complete.
-func cross(ctx context.Context, from []*xdp.Socket, to *xdp.Socket, batch int, macswap bool, forwarded, dropped *atomic.Uint64) error {
+func cross(ctx context.Context, from []*xdp.Socket, to *xdp.Socket, o options, forwarded, dropped *atomic.Uint64) error {
+	batch, macswap := o.batch, o.macswap
 	wait := 100 * time.Millisecond
-	if len(from) > 1 {
+	switch {
+	case o.busyPoll:
+		wait = 0 // the kernel busy-polls the queue instead
+	case len(from) > 1:
 		wait = time.Millisecond // several queues to look at in turn
 	}
 	mem, frameSize := to.UMEM(), uint64(to.FrameSize())

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/packetio/packetio/examples/internal/bed"
@@ -15,9 +18,23 @@ import (
 // counters agree.
 func forward(t *testing.T, near, far []bed.Port, o options) {
 	t.Helper()
-	f, err := start(context.Background(), near, o, os.Stderr)
+	o.feed = "fed by the test"
+	var out bytes.Buffer
+	f, err := start(context.Background(), near, o, &out)
+	os.Stderr.Write(out.Bytes())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// One first line per port, read back from its fleet.
+	lines := strings.Split(out.String(), "\n")
+	want := regexp.MustCompile(`^l2fwd: afxdp/xdp on \S+, \d queues?, native XDP copy mode, need-wakeup on, busy-poll (off|50us budget 64\b.*), stamps off, batch \d+, (workers unpinned|worker CPUs? [0-9,]+); fed by the test$`)
+	for i := range near {
+		if !want.MatchString(lines[i]) {
+			t.Errorf("line %d %q does not match %q", i, lines[i], want)
+		}
+		if o.busyPoll != strings.Contains(lines[i], "busy-poll 50us") || (o.cpu != "" && !strings.Contains(lines[i], "CPU")) {
+			t.Errorf("line %d %q does not say -busy-poll %v -cpu %q", i, lines[i], o.busyPoll, o.cpu)
+		}
 	}
 	res, cerr := check(context.Background(), far, o.n, o.macswap, os.Stderr)
 	if err := f.stop(os.Stderr); err != nil {
@@ -66,4 +83,7 @@ func TestBounce(t *testing.T) {
 		p := netns.New(t)
 		forward(t, []bed.Port{bed.Of(p.A)}, []bed.Port{bed.Of(p.B)}, options{batch: 64, n: 300, macswap: swap})
 	}
+	// -busy-poll and -cpu reach the sockets and the worker.
+	p := netns.New(t)
+	forward(t, []bed.Port{bed.Of(p.A)}, []bed.Port{bed.Of(p.B)}, options{batch: 64, n: 100, busyPoll: true, cpu: "0"})
 }

@@ -26,8 +26,14 @@
 // on that interface until -duration passes or Ctrl-C, then prints its
 // counters; Ctrl-C always detaches the program and closes the sockets.
 //
+// Its first line says what runs, read back from the fleet: interface,
+// queues, attach mode, copy or zero-copy, need-wakeup, busy-poll, stamps,
+// batch, the workers' CPUs, and what feeds it. -busy-poll makes every
+// socket busy-poll its queue and the loops never sleep in Poll; -cpu pins
+// the workers.
+//
 //	sudo go run ./examples/xdp/udpreflector
-//	sudo go run ./examples/xdp/udpreflector -i eth1 -port 7
+//	sudo go run ./examples/xdp/udpreflector -i eth1 -port 7 -busy-poll -cpu 1
 //
 // Exit status: 0 on success (Ctrl-C with -i included), 1 if the fleet
 // failed or (without -i) a datagram did not come back intact, 2 for bad
@@ -49,7 +55,9 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/bed"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/inplace"
 	"github.com/packetio/packetio/examples/internal/pkt"
 	"github.com/packetio/packetio/examples/internal/ratelog"
@@ -62,6 +70,8 @@ type options struct {
 	batch    int
 	duration time.Duration
 	n        int
+	cpu      string
+	busyPoll bool
 }
 
 func main() {
@@ -71,6 +81,8 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 64, "most datagrams per Receive call")
 	flag.DurationVar(&o.duration, "duration", 0, "with -i: how long to run (default: until Ctrl-C)")
 	flag.IntVar(&o.n, "n", 32, "without -i: datagrams the client sends")
+	flag.StringVar(&o.cpu, "cpu", "", "CPUs to pin the workers to, worker i on the i-th, e.g. 1 or 0,1 (default: the scheduler's choice)")
+	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll every queue (SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, `usage: udpreflector [-i IFACE] [-port N] [flags]
 
@@ -89,6 +101,10 @@ Exit status: 0 on success, 1 on failure or a datagram not echoed intact,
 		fmt.Fprintln(os.Stderr, "udpreflector: -port 1-65535, -batch 1-1024, -n 1-100000, -duration not negative")
 		os.Exit(2)
 	}
+	if _, err := cpus.Parse(o.cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "udpreflector:", err)
+		os.Exit(2)
+	}
 	ctx, stop := bed.Interrupted()
 	defer stop()
 	if err := run(ctx, o, os.Stdout); err != nil {
@@ -101,6 +117,12 @@ Exit status: 0 on success, 1 on failure or a datagram not echoed intact,
 	}
 }
 
+// tuning is how the fleet runs, and what feeds it, for the first line.
+func (o options) tuning(feed string) (inplace.Tuning, error) {
+	pin, err := cpus.Parse(o.cpu)
+	return inplace.Tuning{Program: "udpreflector", Batch: o.batch, BusyPoll: o.busyPoll, CPUs: pin, Feed: feed}, err
+}
+
 func run(ctx context.Context, o options, w io.Writer) error {
 	if o.iface != "" {
 		if o.duration > 0 {
@@ -108,7 +130,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			ctx, cancel = context.WithTimeout(ctx, o.duration)
 			defer cancel()
 		}
-		r, err := start(ctx, bed.Named(o.iface), uint16(o.port), o.batch, w)
+		t, err := o.tuning(fmt.Sprintf("reflecting UDP to port %d that arrives on %s", o.port, o.iface))
+		if err != nil {
+			return err
+		}
+		r, err := start(ctx, bed.Named(o.iface), uint16(o.port), t, w)
 		if err != nil {
 			return err
 		}
@@ -120,11 +146,15 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer pair.Close()
-	fmt.Fprintf(w, "no -i: made veth pair %s (%s) <-> %s (%s) in two throwaway namespaces\n", pair.A.Link, pair.A.Addr, pair.B.Link, pair.B.Addr)
-	r, err := start(ctx, bed.Of(pair.A), uint16(o.port), o.batch, w)
+	t, err := o.tuning(fmt.Sprintf("fed by a kernel UDP client in %s's namespace, %d datagrams to port %d, one at a time", pair.B.Link, o.n, o.port))
 	if err != nil {
 		return err
 	}
+	r, err := start(ctx, bed.Of(pair.A), uint16(o.port), t, w)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "no -i: made veth pair %s (%s) <-> %s (%s) in two throwaway namespaces\n", pair.A.Link, pair.A.Addr, pair.B.Link, pair.B.Addr)
 	target := netip.AddrPortFrom(pair.A.Addr.Addr(), uint16(o.port))
 	fmt.Fprintf(w, "a kernel UDP client in %s's namespace sends %d datagrams to %s\n", pair.B.Link, o.n, target)
 	back, cerr := client(ctx, bed.Of(pair.B), target, o.n)
@@ -150,15 +180,15 @@ type counters struct {
 
 // start opens the fleet on port, taking UDP to udpPort, and starts one
 // worker per queue.
-func start(ctx context.Context, p bed.Port, udpPort uint16, batch int, w io.Writer) (*reflector, error) {
-	fleet, err := inplace.Open(p, filter.MatchUDPPort(udpPort), w)
+func start(ctx context.Context, p bed.Port, udpPort uint16, t inplace.Tuning, w io.Writer) (*reflector, error) {
+	fleet, err := inplace.Open(p, filter.MatchUDPPort(udpPort), t, w)
 	if err != nil {
 		return nil, err
 	}
 	r := &reflector{fleet: fleet}
 	log := ratelog.New(os.Stderr, time.Second)
-	r.workers = inplace.Start(ctx, fleet, func(ctx context.Context, s *xdp.Socket) error {
-		return reflect(ctx, s, udpPort, batch, &r.st, log)
+	r.workers = inplace.Start(ctx, fleet, t.CPUs, func(ctx context.Context, s *xdp.Socket) error {
+		return reflect(ctx, s, udpPort, t, &r.st, log)
 	})
 	return r, nil
 }
@@ -177,8 +207,9 @@ func (r *reflector) stop(w io.Writer) error {
 }
 
 // reflect is one queue's loop: the forwarding cycle on one socket.
-func reflect(ctx context.Context, s *xdp.Socket, port uint16, batch int, st *counters, log *ratelog.Limiter) error {
-	l := inplace.NewLoop(s, batch)
+func reflect(ctx context.Context, s *xdp.Socket, port uint16, t inplace.Tuning, st *counters, log *ratelog.Limiter) error {
+	batch := t.Batch
+	l := inplace.NewLoop(s, batch, t.BusyPoll)
 	tx := make([]xdp.Desc, 0, batch)
 	drop := make([]xdp.Desc, 0, batch)
 	for {

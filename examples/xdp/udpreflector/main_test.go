@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/examples/internal/bed"
+	"github.com/packetio/packetio/examples/internal/inplace"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -24,18 +28,30 @@ import (
 func TestReflectsOnOwnPair(t *testing.T) {
 	testenv.NeedBPF(t)
 	for _, tc := range []struct {
-		name string
-		opts []netns.Option
+		name   string
+		opts   []netns.Option
+		tuning inplace.Tuning
+		want   string // the first line
 	}{
-		{"ipv4", []netns.Option{netns.WithAddrs(netip.MustParsePrefix("10.96.0.1/24"), netip.MustParsePrefix("10.96.0.2/24"))}},
-		{"ipv6", []netns.Option{netns.WithIPv6(), netns.WithAddrs(netip.MustParsePrefix("fd00:96::1/64"), netip.MustParsePrefix("fd00:96::2/64"))}},
+		{"ipv4", []netns.Option{netns.WithAddrs(netip.MustParsePrefix("10.96.0.1/24"), netip.MustParsePrefix("10.96.0.2/24"))},
+			inplace.Tuning{Program: "udpreflector", Batch: 64, Feed: "fed by the test"},
+			`^udpreflector: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; fed by the test$`},
+		// -busy-poll and -cpu reach the sockets and the workers.
+		{"ipv6", []netns.Option{netns.WithIPv6(), netns.WithAddrs(netip.MustParsePrefix("fd00:96::1/64"), netip.MustParsePrefix("fd00:96::2/64"))},
+			inplace.Tuning{Program: "udpreflector", Batch: 32, BusyPoll: true, CPUs: []int{0}},
+			`^udpreflector: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll 50us budget 64\b.*, stamps off, batch 32, worker CPU 0$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := netns.New(t, tc.opts...)
 			const port, n = 9000, 60
-			r, err := start(context.Background(), bed.Of(p.A), port, 64, os.Stderr)
+			var out bytes.Buffer
+			r, err := start(context.Background(), bed.Of(p.A), port, tc.tuning, &out)
+			os.Stderr.Write(out.Bytes())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if first, _, _ := strings.Cut(out.String(), "\n"); !regexp.MustCompile(tc.want).MatchString(first) {
+				t.Errorf("first line %q does not match %q", first, tc.want)
 			}
 			stopped := false
 			defer func() {
