@@ -60,6 +60,7 @@ type config struct {
 	gso                     bool
 	multiBuffer             bool
 	lowLatency              bool
+	qdisc                   bool
 }
 
 // WithQueues sets both the transmit and the receive queue count to n.
@@ -127,6 +128,19 @@ func WithMultiBuffer() Option { return func(c *config) { c.multiBuffer = true } 
 // slot when it is smaller).
 func WithLowLatency() Option { return func(c *config) { c.lowLatency = true } }
 
+// WithQdisc keeps transmitted frames on the kernel's queueing path instead
+// of the default PACKET_QDISC_BYPASS, which hands them straight to the
+// driver. Use it when something must see or shape them there: tc shaping or
+// policing (a qdisc, e.g. tbf or fq, on the interface), qdisc statistics
+// (`tc -s qdisc`), or a tap that sees frames at dev_queue_xmit (a tcpdump
+// on the sending host, AF_PACKET sockets of other programs, tc egress
+// filters and BPF programs): the bypass skips all of them. It costs the
+// qdisc's lock, enqueue and dequeue per frame (little with the default
+// noqueue or pfifo_fast; a shaping qdisc holds the rate to what it is set
+// to), and a frame the qdisc drops is back-pressure, a short count, as a
+// full device queue is without it. Receive is unchanged.
+func WithQdisc() Option { return func(c *config) { c.qdisc = true } }
+
 // validate checks the interface name and every option, and resolves the
 // configuration, without touching the system: Open calls it before anything
 // else. Every refusal wraps packetio.ErrInvalid and names the input: the
@@ -171,12 +185,13 @@ type resolved struct {
 	// bytes cut into v2FrameSize slots.
 	lowLatency                         bool
 	v2FrameSize, v2BlockSize, v2Blocks int
+	qdisc                              bool
 }
 
 // resolve fills in defaults and refuses what cannot work. The error wraps
 // packetio.ErrInvalid and names the option and its value.
 func (c config) resolve() (resolved, error) {
-	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer, lowLatency: c.lowLatency}
+	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer, lowLatency: c.lowLatency, qdisc: c.qdisc}
 	if c.txSet {
 		r.txQueues = c.txQueues
 	}

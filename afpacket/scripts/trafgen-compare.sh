@@ -92,9 +92,11 @@ unfeed() { kill -INT "${PIDS[-1]}" 2>/dev/null || true; wait "${PIDS[-1]}" || tr
 
 r_netsniff() {
 	feed
-	# Two more seconds: its default ring is sized by the RAM (gigabytes)
-	# and takes that long to set up; it times itself from the first read.
-	ip netns exec "$NB" timeout -s INT $((SECS + 2)) taskset -c 1 netsniff-ng --in "$VB" --out /dev/null --silent >"$WORK/ns" 2>&1 || true
+	# Its default ring is sized by the RAM (2.4 GB here, 64 KiB blocks)
+	# and takes seconds to set up under load: 64 MiB (8 times ours) keeps
+	# its 64 KiB blocks, 100 ms block timeout and reading loop. It times
+	# itself from its first read.
+	ip netns exec "$NB" timeout -s INT $((SECS + 1)) taskset -c 1 netsniff-ng --ring-size 64MiB --in "$VB" --out /dev/null --silent >"$WORK/ns" 2>&1 || true
 	unfeed
 	local n t
 	# "incoming" is what it read; "passed filter" is what the kernel put
