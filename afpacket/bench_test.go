@@ -79,9 +79,15 @@ func reportPPS(b *testing.B, packets int) {
 	b.ReportMetric(float64(packets)/b.Elapsed().Seconds(), "pkts/s")
 }
 
-// BenchmarkTransmit sends 64-byte frames as fast as SendFunc takes them; one
-// op is one frame.
-func BenchmarkTransmit(b *testing.B) {
+// BenchmarkTransmit sends 64-byte frames as fast as SendFunc takes them,
+// 256 a call; one op is one frame. syscalls/pkt counts every system call the
+// queue made to send (TxStats.Backend["sends"]).
+func BenchmarkTransmit(b *testing.B) { benchTransmit(b, 256) }
+
+// BenchmarkTransmit64 is BenchmarkTransmit with SendFunc(64).
+func BenchmarkTransmit64(b *testing.B) { benchTransmit(b, 64) }
+
+func benchTransmit(b *testing.B, batch int) {
 	var tx packetio.TxQueue
 	if os.Getenv(benchIfaceEnv) != "" {
 		d, _ := benchOpen(b, WithRxQueues(0))
@@ -96,7 +102,7 @@ func BenchmarkTransmit(b *testing.B) {
 	b.ResetTimer()
 	sent := 0
 	for sent < b.N {
-		n, err := tx.SendFunc(min(256, b.N-sent), build)
+		n, err := tx.SendFunc(min(batch, b.N-sent), build)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -106,17 +112,23 @@ func BenchmarkTransmit(b *testing.B) {
 	reportPPS(b, sent)
 	st, _ := tx.Stats()
 	b.ReportMetric(float64(st.Packets)/float64(max(st.Batches, 1)), "pkts/call")
+	b.ReportMetric(float64(st.Backend["sends"])/float64(max(st.Packets, 1)), "syscalls/pkt")
 }
 
-// BenchmarkReceive counts 64-byte frames arriving from a flooding sender;
-// one op is one received frame.
-func BenchmarkReceive(b *testing.B) { benchReceive(b) }
+// BenchmarkReceive counts 64-byte frames arriving from a flooding sender,
+// up to 1024 a Receive; one op is one received frame. syscalls/pkt counts
+// every system call the queue made to receive (RxStats.Backend["syscalls"]:
+// poll(2) when the ring is empty).
+func BenchmarkReceive(b *testing.B) { benchReceive(b, 1024) }
+
+// BenchmarkReceive64 is BenchmarkReceive with Receive(64).
+func BenchmarkReceive64(b *testing.B) { benchReceive(b, 64) }
 
 // BenchmarkReceiveLowLatency is BenchmarkReceive on a TPACKET_V2 ring
 // (WithLowLatency): what the per-packet hand-over costs under load.
-func BenchmarkReceiveLowLatency(b *testing.B) { benchReceive(b, WithLowLatency()) }
+func BenchmarkReceiveLowLatency(b *testing.B) { benchReceive(b, 1024, WithLowLatency()) }
 
-func benchReceive(b *testing.B, opts ...Option) {
+func benchReceive(b *testing.B, batch int, opts ...Option) {
 	d, pair := benchOpen(b, append(opts, WithTxQueues(0))...)
 	rx := d.RxQueue(0)
 	if pair != nil {
@@ -133,7 +145,7 @@ func benchReceive(b *testing.B, opts ...Option) {
 		if _, err := rx.Poll(100 * time.Millisecond); err != nil {
 			b.Fatal(err)
 		}
-		descs := rx.Receive(1024)
+		descs := rx.Receive(batch)
 		got += len(descs)
 		rx.Recycle(descs)
 		if time.Now().After(deadline) {
@@ -145,6 +157,7 @@ func benchReceive(b *testing.B, opts ...Option) {
 	st, _ := rx.Stats()
 	b.ReportMetric(float64(st.Packets)/float64(max(st.Batches, 1)), "pkts/batch")
 	b.ReportMetric(float64(st.Dropped), "kernel-drops")
+	b.ReportMetric(float64(st.Backend["syscalls"])/float64(max(st.Packets, 1)), "syscalls/pkt")
 }
 
 // BenchmarkForward receives frames, rewrites their MACs in place and sends

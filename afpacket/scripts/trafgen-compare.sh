@@ -17,7 +17,9 @@
 #     tcpdump -w /dev/null
 #     afpacket BenchmarkReceive
 # and prints pkts/s; at the end the median, min-max and the ratio of
-# afpacket to each reference.
+# afpacket to each reference. With REF_BIN set to another build of the
+# afpacket test binary (go test -c at an older commit), its BenchmarkTransmit
+# and BenchmarkReceive run too, interleaved, as "afpacket-ref".
 set -euo pipefail
 REPS=${1:-5}
 SECS=${2:-3}
@@ -73,8 +75,8 @@ t_trafgen() {
 	rate "${n:-0}" "${t:-0}"
 }
 
-bench() { # NS IFACE NAME
-	ip netns exec "$1" env PACKETIO_BENCH_IFACE="$2" GOMAXPROCS=1 taskset -c 1 "$BIN" -test.run XXX \
+bench() { # NS IFACE NAME [BINARY]
+	ip netns exec "$1" env PACKETIO_BENCH_IFACE="$2" GOMAXPROCS=1 taskset -c 1 "${4:-$BIN}" -test.run XXX \
 		-test.bench "^Benchmark$3\$" -test.benchtime "$SECS"s >"$WORK/bench" 2>&1 || true
 	awk '/pkts\/s/ { for (i = 2; i <= NF; i++) if ($i == "pkts/s") v = $(i-1) } END { printf "%d\n", v }' "$WORK/bench"
 	awk '/syscalls\/pkt/ { for (i = 2; i <= NF; i++) if ($i == "syscalls/pkt") v = $(i-1) } END { print v == "" ? "-" : v }' "$WORK/bench" >"$WORK/spp"
@@ -118,9 +120,9 @@ r_tcpdump() {
 	rate "${n:-0}" "$(echo "$e - $s" | bc -l)"
 }
 
-r_afpacket() {
+r_afpacket() { # [BINARY]
 	feed
-	bench "$NB" "$VB" Receive
+	bench "$NB" "$VB" Receive "${1:-}"
 	unfeed
 }
 
@@ -129,23 +131,34 @@ stats() { sort -n | awk '{a[NR]=$1} END {printf "%9d  %9d-%-9d", a[int((NR+1)/2)
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-declare -a TG TA RN RT RA TS RS
+declare -a TG TA RN RT RA TS RS TR RR
 for rep in $(seq "$REPS"); do
 	TG+=("$(t_trafgen)")
 	TA+=("$(bench "$NA" "$VA" Transmit)")
 	TS+=("$(cat "$WORK/spp")")
+	[ -z "${REF_BIN:-}" ] || TR+=("$(bench "$NA" "$VA" Transmit "$REF_BIN")")
 	RN+=("$(r_netsniff)")
 	RT+=("$(r_tcpdump)")
 	RA+=("$(r_afpacket)")
 	RS+=("$(cat "$WORK/spp")")
-	echo "rep $rep: tx trafgen ${TG[-1]} afpacket ${TA[-1]} (${TS[-1]} syscalls/pkt) | rx netsniff-ng ${RN[-1]} tcpdump ${RT[-1]} afpacket ${RA[-1]} (${RS[-1]} syscalls/pkt)"
+	[ -z "${REF_BIN:-}" ] || RR+=("$(r_afpacket "$REF_BIN")")
+	echo "rep $rep: tx trafgen ${TG[-1]} afpacket ${TA[-1]} (${TS[-1]} syscalls/pkt)${REF_BIN:+ ref ${TR[-1]}} | rx netsniff-ng ${RN[-1]} tcpdump ${RT[-1]} afpacket ${RA[-1]} (${RS[-1]} syscalls/pkt)${REF_BIN:+ ref ${RR[-1]}}"
 done
 echo "$REPS interleaved repetitions of ${SECS}s, 64-byte frames, pkts/s: median  min-max; load: $(uptime | sed 's/.*load/load/')"
 printf '  transmit  trafgen     %s\n' "$(printf '%s\n' "${TG[@]}" | stats)"
 printf '  transmit  afpacket    %s  ratio to trafgen %s\n' "$(printf '%s\n' "${TA[@]}" | stats)" \
 	"$(ratio "$(printf '%s\n' "${TA[@]}" | median)" "$(printf '%s\n' "${TG[@]}" | median)")"
+if [ -n "${REF_BIN:-}" ]; then
+	printf '  transmit  afpacket-ref %s ratio to trafgen %s\n' "$(printf '%s\n' "${TR[@]}" | stats)" \
+		"$(ratio "$(printf '%s\n' "${TR[@]}" | median)" "$(printf '%s\n' "${TG[@]}" | median)")"
+fi
 printf '  receive   netsniff-ng %s\n' "$(printf '%s\n' "${RN[@]}" | stats)"
 printf '  receive   tcpdump     %s\n' "$(printf '%s\n' "${RT[@]}" | stats)"
 printf '  receive   afpacket    %s  ratio to netsniff-ng %s, to tcpdump %s\n' "$(printf '%s\n' "${RA[@]}" | stats)" \
 	"$(ratio "$(printf '%s\n' "${RA[@]}" | median)" "$(printf '%s\n' "${RN[@]}" | median)")" \
 	"$(ratio "$(printf '%s\n' "${RA[@]}" | median)" "$(printf '%s\n' "${RT[@]}" | median)")"
+if [ -n "${REF_BIN:-}" ]; then
+	printf '  receive   afpacket-ref %s ratio to netsniff-ng %s, to tcpdump %s\n' "$(printf '%s\n' "${RR[@]}" | stats)" \
+		"$(ratio "$(printf '%s\n' "${RR[@]}" | median)" "$(printf '%s\n' "${RN[@]}" | median)")" \
+		"$(ratio "$(printf '%s\n' "${RR[@]}" | median)" "$(printf '%s\n' "${RT[@]}" | median)")"
+fi
