@@ -151,7 +151,10 @@ func (s *sock) setupTxRing(maxLen int) error {
 	if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V2); err != nil {
 		return fmt.Errorf("PACKET_VERSION TPACKET_V2 (transmit ring): %w", err)
 	}
-	frameSize, slots, blockSize := txRingGeometry(maxLen)
+	// Best effort: without it the kernel pins each slot's page into the
+	// skb instead of copying the frame (see txRing.linear).
+	linear := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1) == nil
+	frameSize, slots, blockSize := txRingGeometry(maxLen + vnetLen)
 	req := unix.TpacketReq{
 		Block_size: uint32(blockSize),
 		Block_nr:   uint32(slots * frameSize / blockSize),
@@ -173,7 +176,7 @@ func (s *sock) setupTxRing(maxLen int) error {
 		return fmt.Errorf("map the transmit ring: %w", err)
 	}
 	s.mem = mem
-	s.txr = newTxRing(mem, frameSize, slots)
+	s.txr = newTxRing(mem, frameSize, slots, linear)
 	return nil
 }
 

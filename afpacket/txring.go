@@ -37,6 +37,14 @@ type txRing struct {
 	frameSize uint32
 	slots     uint32
 	head      uint32 // the next slot to fill; the kernel's head between sends
+	// off is where a slot's frame starts: txDataOff, or past a
+	// virtio_net_hdr with linear.
+	off uint32
+	// linear is PACKET_VNET_HDR on the ring's socket: every slot carries
+	// a virtio_net_hdr whose hdr_len is the whole frame, so the kernel
+	// copies the frame into the skb instead of pinning the slot's page
+	// as a fragment, which costs more than the copy for small frames.
+	linear bool
 }
 
 // txRingGeometry is the slot size and count of a ring for frames of up to
@@ -54,8 +62,12 @@ func txRingGeometry(maxLen int) (frameSize, slots, blockSize int) {
 	return frameSize, slots, blockSize
 }
 
-func newTxRing(mem []byte, frameSize, slots int) *txRing {
-	return &txRing{mem: mem, frameSize: uint32(frameSize), slots: uint32(slots)}
+func newTxRing(mem []byte, frameSize, slots int, linear bool) *txRing {
+	r := &txRing{mem: mem, frameSize: uint32(frameSize), slots: uint32(slots), off: txDataOff, linear: linear}
+	if linear {
+		r.off += vnetLen
+	}
+	return r
 }
 
 // slot returns the k-th slot after head.
@@ -69,7 +81,10 @@ func (r *txRing) slot(k int) []byte {
 }
 
 // room is how many frame bytes a slot holds.
-func (r *txRing) room() int { return int(r.frameSize) - txDataOff }
+func (r *txRing) room() int { return int(r.frameSize - r.off) }
+
+// frame is the frame part of slot s, room bytes.
+func (r *txRing) frame(s []byte) []byte { return s[r.off:] }
 
 // free counts the slots from head that are ours to fill, up to max.
 func (r *txRing) free(max int) int {
@@ -84,12 +99,25 @@ func (r *txRing) free(max int) int {
 
 // post hands slot s, holding an n-byte frame, to the kernel's next send.
 func (r *txRing) post(s []byte, n int) {
-	ne.PutUint32(s[h2Len:], uint32(n))
+	r.setLen(s, n)
 	storeSlotStatus(s, tpStatusSendRequest)
 }
 
-// frameLen is the length post wrote into slot s.
-func frameLen(s []byte) int { return int(ne.Uint32(s[h2Len:])) }
+// setLen writes the length of slot s's n-byte frame: tp_len, and with
+// linear a virtio_net_hdr asking for all n bytes in the skb's head (no
+// offloads: flags, gso_type, gso_size and the checksum fields zero).
+func (r *txRing) setLen(s []byte, n int) {
+	if r.linear {
+		h := s[txDataOff : txDataOff+vnetLen]
+		clear(h)
+		h[2], h[3] = byte(n), byte(n>>8) // hdr_len, little-endian (virtio 1.0)
+		n += vnetLen
+	}
+	ne.PutUint32(s[h2Len:], uint32(n))
+}
+
+// frameLen is the frame length post wrote into slot s.
+func (r *txRing) frameLen(s []byte) int { return int(ne.Uint32(s[h2Len:]) - (r.off - txDataOff)) }
 
 // taken is how many of the k slots from head the kernel took in the last
 // send: they are in order, so when the last one is taken all are.
@@ -126,8 +154,8 @@ func (r *txRing) advance(k int) {
 func (r *txRing) drop(k int) {
 	for i := 1; i < k; i++ {
 		dst, src := r.slot(i-1), r.slot(i)
-		n := frameLen(src)
-		copy(dst[txDataOff:], src[txDataOff:txDataOff+n])
+		n := r.frameLen(src)
+		copy(r.frame(dst), r.frame(src)[:n])
 		r.post(dst, n)
 	}
 	storeSlotStatus(r.slot(k-1), tpStatusAvailable)

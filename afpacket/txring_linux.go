@@ -38,7 +38,7 @@ func (q *TxQueue) flush(k int) (done int, bytes uint64) {
 		q.sends.Add(1)
 		t := r.taken(k)
 		for i := range t {
-			bytes += uint64(frameLen(r.slot(i)))
+			bytes += uint64(r.frameLen(r.slot(i)))
 		}
 		r.advance(t)
 		done += t
@@ -47,7 +47,7 @@ func (q *TxQueue) flush(k int) (done int, bytes uint64) {
 			break
 		}
 		if loadSlotStatus(r.slot(0)) == tpStatusWrongFormat {
-			q.refusedByKernel(errno, frameLen(r.slot(0)))
+			q.refusedByKernel(errno, r.frameLen(r.slot(0)))
 			r.drop(k)
 			done++
 			k--
@@ -109,7 +109,7 @@ func (q *TxQueue) transmitRing(descs []packetio.Desc) (int, error) {
 				break
 			}
 			s := q.ring.slot(k)
-			copy(s[txDataOff:], q.reg.mem[d.Addr:d.Addr+uint64(d.Len)])
+			copy(q.ring.frame(s), q.reg.mem[d.Addr:d.Addr+uint64(d.Len)])
 			q.ring.post(s, int(d.Len))
 		}
 		if k == 0 {
@@ -156,7 +156,7 @@ func (q *TxQueue) sendRing(count int, build func(i int, frame []byte) int) (int,
 	built := 0
 	for ; built < k; built++ {
 		s := q.ring.slot(built)
-		f := s[txDataOff : txDataOff+room : txDataOff+room]
+		f := q.ring.frame(s)[:room:room]
 		n := build(built, f)
 		if n == 0 {
 			break
@@ -165,7 +165,7 @@ func (q *TxQueue) sendRing(count int, build func(i int, frame []byte) int) (int,
 			q.rejected.Add(1)
 			return 0, q.errorf("send", packetio.ErrBadLength, "build returned %d for frame %d of %d bytes (the link carries %d)", n, built, len(f), q.maxLen)
 		}
-		ne.PutUint32(s[h2Len:], uint32(n))
+		q.ring.setLen(s, n)
 	}
 	for i := range built {
 		storeSlotStatus(q.ring.slot(i), tpStatusSendRequest)
@@ -214,7 +214,7 @@ func (q *TxQueue) gatherRing(segs [][]byte, counts []int) (int, error) {
 					err = q.errorf("transmit", packetio.ErrBadLength, "packet %d: longer than the link carries (%d)", total+k, q.maxLen)
 					break
 				}
-				plen += copy(s[txDataOff+plen:], b)
+				plen += copy(q.ring.frame(s)[plen:], b)
 			}
 			if err != nil {
 				break

@@ -55,14 +55,14 @@ func (k *fakeKernel) kick(int) unix.Errno {
 			}
 			return s.errno
 		}
-		k.seen = append(k.seen, slot[txDataOff])
+		k.seen = append(k.seen, slot[k.r.off])
 		storeSlotStatus(slot, tpStatusAvailable)
 		k.head = (k.head + 1) % k.r.slots
 	}
 }
 
 // fakeRingTx is a TxQueue on a forged 16-slot ring driven by fakeKernel.
-func fakeRingTx(t *testing.T, steps ...kstep) (*TxQueue, *fakeKernel) {
+func fakeRingTx(t *testing.T, linear bool, steps ...kstep) (*TxQueue, *fakeKernel) {
 	t.Helper()
 	const fs, frames, slots = 2048, 64, 16
 	p, err := pool.New(0, frames, fs)
@@ -71,7 +71,7 @@ func fakeRingTx(t *testing.T, steps ...kstep) (*TxQueue, *fakeKernel) {
 	}
 	q := newTxQueue(&Device{name: "fake0"}, 0, -1, newRegion(make([]byte, frames*fs), fs), p, false, false)
 	q.maxLen = 1514
-	q.ring = newTxRing(make([]byte, slots*fs), fs, slots)
+	q.ring = newTxRing(make([]byte, slots*fs), fs, slots, linear)
 	k := &fakeKernel{r: q.ring, steps: steps}
 	old := kickFn
 	kickFn = k.kick
@@ -123,63 +123,65 @@ func TestTxRingKernelOutcomes(t *testing.T) {
 		{"SendFunc third refused", []kstep{{take: 2, refuse: true}}, true, 8, 8, seq(0, 8, 2), 1, packetio.ErrBadLength},
 		{"SendFunc back-pressure", []kstep{{take: 3, errno: unix.ENOBUFS}, {take: 0, errno: unix.ENOBUFS}}, true, 8, 3, seq(0, 3), 0, nil},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			q, k := fakeRingTx(t, c.steps...)
-			var got int
-			if c.sendFunc {
-				got, _ = q.SendFunc(c.n, func(i int, f []byte) int { f[0] = byte(i); return 60 })
-			} else {
-				ds := marked(q, c.n, 0)
-				got = q.Transmit(ds)
-				q.Free(ds[got:])
-			}
-			if got != c.accepted {
-				t.Errorf("accepted %d of %d, want %d", got, c.n, c.accepted)
-			}
-			if !slices.Equal(k.seen, c.wire) {
-				t.Errorf("the kernel sent %v, want %v", k.seen, c.wire)
-			}
-			if q.ring.head != k.head {
-				t.Errorf("our head %d, the kernel's %d", q.ring.head, k.head)
-			}
-			if free := q.ring.free(16); free != 16 {
-				t.Errorf("%d of 16 slots free after the send: a slot was left posted or refused", free)
-			}
-			st, _ := q.Stats()
-			if st.Backend["wrong_format"] != c.wrongFormat || st.Errors != c.wrongFormat {
-				t.Errorf("wrong_format %d, Errors %d; want %d", st.Backend["wrong_format"], st.Errors, c.wrongFormat)
-			}
-			if st.Packets != uint64(got) || st.Backend["sends"] != uint64(k.kicks) {
-				t.Errorf("Packets %d (want %d), sends %d (kernel saw %d)", st.Packets, got, st.Backend["sends"], k.kicks)
-			}
-			if err := q.Err(); (c.errIs == nil) != (err == nil) || (c.errIs != nil && !errors.Is(err, c.errIs)) {
-				t.Errorf("Err = %v, want %v", err, c.errIs)
-			}
-			// Every frame is accounted for: in flight until Complete,
-			// then back in the pool.
-			if c.sendFunc {
-				if q.NumInFlight() != 0 || st.Completed != st.Packets {
-					t.Errorf("SendFunc left %d in flight, Completed %d of %d", q.NumInFlight(), st.Completed, st.Packets)
+		for _, linear := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/linear=%v", c.name, linear), func(t *testing.T) {
+				q, k := fakeRingTx(t, linear, append([]kstep(nil), c.steps...)...)
+				var got int
+				if c.sendFunc {
+					got, _ = q.SendFunc(c.n, func(i int, f []byte) int { f[0] = byte(i); return 60 })
+				} else {
+					ds := marked(q, c.n, 0)
+					got = q.Transmit(ds)
+					q.Free(ds[got:])
 				}
-			} else if q.NumInFlight() != got {
-				t.Errorf("%d in flight, want %d", q.NumInFlight(), got)
-			}
-			q.Complete(1 << 20)
-			if q.NumFreeFrames() != 64 {
-				t.Errorf("%d of 64 frames back in the pool", q.NumFreeFrames())
-			}
-			// The ring still works, in step with the kernel.
-			if q.failed.Load() {
-				return
-			}
-			k.seen = k.seen[:0]
-			ds := marked(q, 20, 100)
-			n := q.Transmit(ds)
-			q.Free(ds[n:])
-			if n != 16 || !slices.Equal(k.seen, seq(100, 116)) || q.ring.head != k.head {
-				t.Errorf("next Transmit of 20 took %d, kernel sent %v, heads %d/%d", n, k.seen, q.ring.head, k.head)
-			}
-		})
+				if got != c.accepted {
+					t.Errorf("accepted %d of %d, want %d", got, c.n, c.accepted)
+				}
+				if !slices.Equal(k.seen, c.wire) {
+					t.Errorf("the kernel sent %v, want %v", k.seen, c.wire)
+				}
+				if q.ring.head != k.head {
+					t.Errorf("our head %d, the kernel's %d", q.ring.head, k.head)
+				}
+				if free := q.ring.free(16); free != 16 {
+					t.Errorf("%d of 16 slots free after the send: a slot was left posted or refused", free)
+				}
+				st, _ := q.Stats()
+				if st.Backend["wrong_format"] != c.wrongFormat || st.Errors != c.wrongFormat {
+					t.Errorf("wrong_format %d, Errors %d; want %d", st.Backend["wrong_format"], st.Errors, c.wrongFormat)
+				}
+				if st.Packets != uint64(got) || st.Backend["sends"] != uint64(k.kicks) {
+					t.Errorf("Packets %d (want %d), sends %d (kernel saw %d)", st.Packets, got, st.Backend["sends"], k.kicks)
+				}
+				if err := q.Err(); (c.errIs == nil) != (err == nil) || (c.errIs != nil && !errors.Is(err, c.errIs)) {
+					t.Errorf("Err = %v, want %v", err, c.errIs)
+				}
+				// Every frame is accounted for: in flight until Complete,
+				// then back in the pool.
+				if c.sendFunc {
+					if q.NumInFlight() != 0 || st.Completed != st.Packets {
+						t.Errorf("SendFunc left %d in flight, Completed %d of %d", q.NumInFlight(), st.Completed, st.Packets)
+					}
+				} else if q.NumInFlight() != got {
+					t.Errorf("%d in flight, want %d", q.NumInFlight(), got)
+				}
+				q.Complete(1 << 20)
+				if q.NumFreeFrames() != 64 {
+					t.Errorf("%d of 64 frames back in the pool", q.NumFreeFrames())
+				}
+				// The ring still works, in step with the kernel.
+				if q.failed.Load() {
+					return
+				}
+				k.seen = k.seen[:0]
+				ds := marked(q, 20, 100)
+				n := q.Transmit(ds)
+				q.Free(ds[n:])
+				if n != 16 || !slices.Equal(k.seen, seq(100, 116)) || q.ring.head != k.head {
+					t.Errorf("next Transmit of 20 took %d, kernel sent %v, heads %d/%d", n, k.seen, q.ring.head, k.head)
+				}
+			})
+		}
 	}
 }
 
@@ -187,7 +189,7 @@ func TestTxRingKernelOutcomes(t *testing.T) {
 // slot) never reaches the ring; SendFunc abandons a batch with a bad length
 // and posts nothing.
 func TestTxRingRefusesWhatCannotFit(t *testing.T) {
-	q, k := fakeRingTx(t)
+	q, k := fakeRingTx(t, true)
 	ds := marked(q, 3, 0)
 	ds[1].Len = 1515
 	if n := q.Transmit(ds); n != 1 {
@@ -283,4 +285,44 @@ func TestIntegrationTxRingWrongFormat(t *testing.T) {
 		t.Errorf("%d frames in flight, %d of %d slots free", tx.NumInFlight(), tx.ring.free(1<<20), tx.ring.slots)
 	}
 	t.Logf("%v", tx.Err())
+}
+
+// TestIntegrationQdiscBypass: transmit sockets bypass the qdisc unless
+// WithQdisc, and every default transmit queue has its ring; WithGSO and
+// WithMultiBuffer take the sendmmsg path, without one.
+func TestIntegrationQdiscBypass(t *testing.T) {
+	pair := netns.New(t)
+	for _, c := range []struct {
+		name   string
+		opts   []Option
+		bypass int
+		ring   bool
+	}{
+		{"default", nil, 1, true},
+		{"WithQdisc", []Option{WithQdisc()}, 0, true},
+		{"WithGSO", []Option{WithGSO()}, 1, false},
+		{"WithMultiBuffer", []Option{WithMultiBuffer()}, 1, false},
+		{"WithQdisc WithGSO", []Option{WithQdisc(), WithGSO()}, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := openIn(t, pair.A, append(c.opts, WithQueues(2))...)
+			for i := range d.NumTxQueues() {
+				q := d.TxQueue(i).(*TxQueue)
+				v, err := unix.GetsockoptInt(q.fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS)
+				if err != nil || v != c.bypass {
+					t.Errorf("tx %d: PACKET_QDISC_BYPASS = %d, %v; want %d", i, v, err, c.bypass)
+				}
+				if (q.ring != nil) != c.ring {
+					t.Errorf("tx %d: transmit ring %v, want %v", i, q.ring != nil, c.ring)
+				}
+				if c.ring {
+					ver, err := unix.GetsockoptInt(q.fd, unix.SOL_PACKET, unix.PACKET_VERSION)
+					if err != nil || ver != unix.TPACKET_V2 {
+						t.Errorf("tx %d: PACKET_VERSION %d, %v; want TPACKET_V2", i, ver, err)
+					}
+				}
+			}
+			d.Close()
+		})
+	}
 }

@@ -19,7 +19,8 @@
 # and prints pkts/s; at the end the median, min-max and the ratio of
 # afpacket to each reference. With REF_BIN set to another build of the
 # afpacket test binary (go test -c at an older commit), its BenchmarkTransmit
-# and BenchmarkReceive run too, interleaved, as "afpacket-ref".
+# and BenchmarkReceive run too, interleaved, as "afpacket-ref". TX_ONLY=1
+# skips the receive half.
 set -euo pipefail
 REPS=${1:-5}
 SECS=${2:-3}
@@ -34,7 +35,7 @@ WORK=$(mktemp -d /tmp/pio-tg.XXXXXX)
 BIN=$WORK/afpacket.test
 PIDS=()
 cleanup() {
-	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	ip netns del "$NA" 2>/dev/null || true
 	ip netns del "$NB" 2>/dev/null || true
@@ -89,8 +90,9 @@ feed() { # start the in-kernel feeder in A on CPU 0; unfeed stops it
 	sleep 1.5
 }
 # The feeder holds nothing that outlives it (the program is run, never
-# attached), so a signal is a clean stop.
-unfeed() { kill -INT "${PIDS[-1]}" 2>/dev/null || true; wait "${PIDS[-1]}" || true; unset 'PIDS[-1]'; }
+# attached), so SIGTERM is a clean stop (SIGINT is ignored in a background
+# job of a script).
+unfeed() { kill -TERM "${PIDS[-1]}" 2>/dev/null || true; wait "${PIDS[-1]}" || true; unset 'PIDS[-1]'; }
 
 r_netsniff() {
 	feed
@@ -137,11 +139,15 @@ for rep in $(seq "$REPS"); do
 	TA+=("$(bench "$NA" "$VA" Transmit)")
 	TS+=("$(cat "$WORK/spp")")
 	[ -z "${REF_BIN:-}" ] || TR+=("$(bench "$NA" "$VA" Transmit "$REF_BIN")")
-	RN+=("$(r_netsniff)")
-	RT+=("$(r_tcpdump)")
-	RA+=("$(r_afpacket)")
-	RS+=("$(cat "$WORK/spp")")
-	[ -z "${REF_BIN:-}" ] || RR+=("$(r_afpacket "$REF_BIN")")
+	if [ -n "${TX_ONLY:-}" ]; then
+		RN+=(0) RT+=(0) RA+=(0) RS+=(-) RR+=(0)
+	else
+		RN+=("$(r_netsniff)")
+		RT+=("$(r_tcpdump)")
+		RA+=("$(r_afpacket)")
+		RS+=("$(cat "$WORK/spp")")
+		[ -z "${REF_BIN:-}" ] || RR+=("$(r_afpacket "$REF_BIN")")
+	fi
 	echo "rep $rep: tx trafgen ${TG[-1]} afpacket ${TA[-1]} (${TS[-1]} syscalls/pkt)${REF_BIN:+ ref ${TR[-1]}} | rx netsniff-ng ${RN[-1]} tcpdump ${RT[-1]} afpacket ${RA[-1]} (${RS[-1]} syscalls/pkt)${REF_BIN:+ ref ${RR[-1]}}"
 done
 echo "$REPS interleaved repetitions of ${SECS}s, 64-byte frames, pkts/s: median  min-max; load: $(uptime | sed 's/.*load/load/')"
