@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,10 @@ import (
 // BenchmarkTransmit sends on it, and BenchmarkReceive and BenchmarkForward
 // take what arrives there, from a sender the script runs at the other end.
 const benchIfaceEnv = "PACKETIO_BENCH_IFACE"
+
+// benchBlockEnv, when set, is the WithBlockSize of the receive benchmarks,
+// for comparing ring geometries.
+const benchBlockEnv = "PACKETIO_BENCH_BLOCK"
 
 const benchFrameLen = 64 // bytes per frame, FCS excluded (what testpmd txonly sends)
 
@@ -115,6 +120,43 @@ func benchTransmit(b *testing.B, batch int) {
 	b.ReportMetric(float64(st.Backend["sends"])/float64(max(st.Packets, 1)), "syscalls/pkt")
 }
 
+// BenchmarkTransmitCopy is BenchmarkTransmit through Alloc, a copy into
+// each pool frame, Transmit and Complete (256 a batch): on the ring every
+// frame is copied once more, from the pool frame into a slot, where SendFunc
+// builds in the slot itself.
+func BenchmarkTransmitCopy(b *testing.B) {
+	var tx packetio.TxQueue
+	if os.Getenv(benchIfaceEnv) != "" {
+		d, _ := benchOpen(b, WithRxQueues(0))
+		tx = d.TxQueue(0)
+	} else {
+		pair := netns.New(b)
+		tx = openIn(b, pair.A, WithRxQueues(0)).TxQueue(0)
+	}
+	frame := benchFrame()
+	reg := tx.Region()
+	b.ReportAllocs()
+	b.ResetTimer()
+	sent := 0
+	for sent < b.N {
+		tx.Complete(1 << 20)
+		descs := tx.Alloc(min(256, b.N-sent))
+		for i := range descs {
+			descs[i].Len = uint32(copy(reg.Writable(descs[i]), frame))
+		}
+		n := tx.Transmit(descs)
+		tx.Free(descs[n:])
+		if err := tx.Err(); err != nil {
+			b.Fatal(err)
+		}
+		sent += n
+	}
+	b.StopTimer()
+	reportPPS(b, sent)
+	st, _ := tx.Stats()
+	b.ReportMetric(float64(st.Backend["sends"])/float64(max(st.Packets, 1)), "syscalls/pkt")
+}
+
 // BenchmarkReceive counts 64-byte frames arriving from a flooding sender,
 // up to 1024 a Receive; one op is one received frame. syscalls/pkt counts
 // every system call the queue made to receive (RxStats.Backend["syscalls"]:
@@ -129,6 +171,13 @@ func BenchmarkReceive64(b *testing.B) { benchReceive(b, 64) }
 func BenchmarkReceiveLowLatency(b *testing.B) { benchReceive(b, 1024, WithLowLatency()) }
 
 func benchReceive(b *testing.B, batch int, opts ...Option) {
+	if v := os.Getenv(benchBlockEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("%s=%q: %v", benchBlockEnv, v, err)
+		}
+		opts = append(opts, WithBlockSize(n))
+	}
 	d, pair := benchOpen(b, append(opts, WithTxQueues(0))...)
 	rx := d.RxQueue(0)
 	if pair != nil {
