@@ -574,7 +574,10 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 }
 
 // Err is nil while the queue is healthy, wraps ErrQueueFailed once the
-// interface has gone, and wraps ErrClosed after Close.
+// interface has gone, and wraps ErrClosed after Close. A misuse the
+// packetio_checked build caught, or a frame the kernel refused in the
+// transmit ring (TP_STATUS_WRONG_FORMAT, matching ErrBadLength), is reported
+// too, the first one for good, while the queue goes on working.
 func (q *TxQueue) Err() error {
 	if q.closed.Load() {
 		return q.errorf("transmit", packetio.ErrClosed, "queue closed")
@@ -651,13 +654,15 @@ func (q *TxQueue) Free(descs []packetio.Desc) {
 }
 
 // NumCompleted is how many frames Complete would return now: every pending
-// one, since the kernel is done with a frame when sendmmsg returns.
+// one, since a frame has been copied (into a ring slot, or by sendmmsg) by
+// the time Transmit returns.
 func (q *TxQueue) NumCompleted() int { return q.count }
 
 // NumInFlight is how many sent frames have not been handed back.
 func (q *TxQueue) NumInFlight() int { return q.count }
 
-// NumFreeSlots is how many more frames Transmit takes now.
+// NumFreeSlots is how many more frames Transmit takes now: what the pending
+// list and the free ring slots allow.
 func (q *TxQueue) NumFreeSlots() int {
 	if q.closed.Load() {
 		return 0

@@ -326,3 +326,64 @@ func TestIntegrationQdiscBypass(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationSyscallsPerPacket: at batch 64 the data path makes at most
+// one system call per 32 packets each way, counted by the queues themselves
+// (TxStats.Backend["sends"], RxStats.Backend["syscalls"]), for SendFunc and
+// Transmit on the ring and for Receive from a ring that already holds the
+// packets.
+func TestIntegrationSyscallsPerPacket(t *testing.T) {
+	const batch, total = 64, 64 * 64
+	pair := netns.New(t)
+	a := openIn(t, pair.A, WithRxQueues(0), WithFrames(1024))
+	b := openIn(t, pair.B, WithTxQueues(0), WithFrames(8192))
+	tx, rx := a.TxQueue(0), b.RxQueue(0)
+	frame := testFrame(t, pair.B.MAC, 1, 64)
+	sent := 0
+	for sent < total/2 {
+		n, err := tx.SendFunc(batch, func(_ int, f []byte) int { return copy(f, frame) })
+		if err != nil || n == 0 {
+			t.Fatalf("SendFunc: %d, %v", n, err)
+		}
+		sent += n
+	}
+	for sent < total {
+		tx.Complete(1 << 20)
+		ds := tx.Alloc(batch)
+		for i := range ds {
+			ds[i].Len = uint32(copy(tx.Region().Writable(ds[i]), frame))
+		}
+		n := tx.Transmit(ds)
+		tx.Free(ds[n:])
+		if n == 0 {
+			t.Fatalf("Transmit took nothing: %v", tx.Err())
+		}
+		sent += n
+	}
+	st, _ := tx.Stats()
+	if s := st.Backend["sends"]; s == 0 || s*32 > st.Packets {
+		t.Errorf("transmit: %d system calls for %d packets at batch %d, want at most 1 per 32", s, st.Packets, batch)
+	}
+	time.Sleep(20 * time.Millisecond) // every ring block retired
+	got := 0
+	for deadline := time.Now().Add(5 * time.Second); got < total && time.Now().Before(deadline); {
+		if _, err := rx.Poll(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		ds := rx.Receive(batch)
+		for _, d := range ds {
+			if ours(rx.Region().Frame(d)) {
+				got++
+			}
+		}
+		rx.Recycle(ds)
+	}
+	rst, _ := rx.Stats()
+	if got != total {
+		t.Fatalf("received %d of %d (kernel drops %d)", got, total, rst.Dropped)
+	}
+	if s := rst.Backend["syscalls"]; s*32 > rst.Packets {
+		t.Errorf("receive: %d system calls for %d packets at batch %d, want at most 1 per 32", s, rst.Packets, batch)
+	}
+	t.Logf("transmit %d sends for %d packets, receive %d syscalls for %d packets", st.Backend["sends"], st.Packets, rst.Backend["syscalls"], rst.Packets)
+}

@@ -81,6 +81,7 @@ bench() { # NS IFACE NAME [BINARY]
 		-test.bench "^Benchmark$3\$" -test.benchtime "$SECS"s >"$WORK/bench" 2>&1 || true
 	awk '/pkts\/s/ { for (i = 2; i <= NF; i++) if ($i == "pkts/s") v = $(i-1) } END { printf "%d\n", v }' "$WORK/bench"
 	awk '/syscalls\/pkt/ { for (i = 2; i <= NF; i++) if ($i == "syscalls/pkt") v = $(i-1) } END { print v == "" ? "-" : v }' "$WORK/bench" >"$WORK/spp"
+	awk '/cpu-ns\/pkt/ { for (i = 2; i <= NF; i++) if ($i == "cpu-ns/pkt") v = $(i-1) } END { printf "%d\n", v }' "$WORK/bench" >"$WORK/cpp"
 }
 
 feed() { # start the in-kernel feeder in A on CPU 0; unfeed stops it
@@ -100,25 +101,32 @@ r_netsniff() {
 	# and takes seconds to set up under load: 64 MiB (8 times ours) keeps
 	# its 64 KiB blocks, 100 ms block timeout and reading loop. It times
 	# itself from its first read.
-	ip netns exec "$NB" timeout -s INT $((SECS + 1)) taskset -c 1 netsniff-ng --ring-size 64MiB --in "$VB" --out /dev/null --silent >"$WORK/ns" 2>&1 || true
+	ip netns exec "$NB" timeout -s INT $((SECS + 1)) taskset -c 1 /usr/bin/time -o "$WORK/cpu" -f '%U %S' \
+		netsniff-ng --ring-size 64MiB --in "$VB" --out /dev/null --silent >"$WORK/ns" 2>&1 || true
 	unfeed
 	local n t
 	# "incoming" is what it read; "passed filter" is what the kernel put
 	# in its ring, read or not.
 	n=$(tr '\r' '\n' <"$WORK/ns" | awk '/packets incoming/ {print $1}')
 	t=$(tr '\r' '\n' <"$WORK/ns" | awk '/in total/ {print $1 + $3 / 1e6}')
+	cpuns "${n:-0}" >"$WORK/cpp"
 	rate "${n:-0}" "${t:-0}"
 }
+
+# cpuns COUNT: CPU ns per packet from /usr/bin/time's "%U %S" in $WORK/cpu.
+cpuns() { awk -v n="$1" '{ if (n > 0) printf "%d\n", ($1 + $2) * 1e9 / n; else print 0 }' "$WORK/cpu"; }
 
 r_tcpdump() {
 	feed
 	local s e n
 	s=$(now)
-	ip netns exec "$NB" timeout -s INT "$SECS" taskset -c 1 tcpdump -q -i "$VB" -w /dev/null >"$WORK/td" 2>&1 || true
+	ip netns exec "$NB" timeout -s INT "$SECS" taskset -c 1 /usr/bin/time -o "$WORK/cpu" -f '%U %S' \
+		tcpdump -q -i "$VB" -w /dev/null >"$WORK/td" 2>&1 || true
 	e=$(now)
 	unfeed
 	n=$(awk '/packets captured/ {print $1}' "$WORK/td")
 	[ -n "$n" ] || tail -3 "$WORK/td" >&2
+	cpuns "${n:-0}" >"$WORK/cpp"
 	rate "${n:-0}" "$(echo "$e - $s" | bc -l)"
 }
 
@@ -133,22 +141,25 @@ stats() { sort -n | awk '{a[NR]=$1} END {printf "%9d  %9d-%-9d", a[int((NR+1)/2)
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-declare -a TG TA RN RT RA TS RS TR RR
+declare -a TG TA RN RT RA TS RS TR RR CN CT CA
 for rep in $(seq "$REPS"); do
 	TG+=("$(t_trafgen)")
 	TA+=("$(bench "$NA" "$VA" Transmit)")
 	TS+=("$(cat "$WORK/spp")")
 	[ -z "${REF_BIN:-}" ] || TR+=("$(bench "$NA" "$VA" Transmit "$REF_BIN")")
 	if [ -n "${TX_ONLY:-}" ]; then
-		RN+=(0) RT+=(0) RA+=(0) RS+=(-) RR+=(0)
+		RN+=(0) RT+=(0) RA+=(0) RS+=(-) RR+=(0) CN+=(0) CT+=(0) CA+=(0)
 	else
 		RN+=("$(r_netsniff)")
+		CN+=("$(cat "$WORK/cpp")")
 		RT+=("$(r_tcpdump)")
+		CT+=("$(cat "$WORK/cpp")")
 		RA+=("$(r_afpacket)")
 		RS+=("$(cat "$WORK/spp")")
+		CA+=("$(cat "$WORK/cpp")")
 		[ -z "${REF_BIN:-}" ] || RR+=("$(r_afpacket "$REF_BIN")")
 	fi
-	echo "rep $rep: tx trafgen ${TG[-1]} afpacket ${TA[-1]} (${TS[-1]} syscalls/pkt)${REF_BIN:+ ref ${TR[-1]}} | rx netsniff-ng ${RN[-1]} tcpdump ${RT[-1]} afpacket ${RA[-1]} (${RS[-1]} syscalls/pkt)${REF_BIN:+ ref ${RR[-1]}}"
+	echo "rep $rep: tx trafgen ${TG[-1]} afpacket ${TA[-1]} (${TS[-1]} syscalls/pkt)${REF_BIN:+ ref ${TR[-1]}} | rx netsniff-ng ${RN[-1]} (${CN[-1]} cpu-ns/pkt) tcpdump ${RT[-1]} (${CT[-1]}) afpacket ${RA[-1]} (${CA[-1]}, ${RS[-1]} syscalls/pkt)${REF_BIN:+ ref ${RR[-1]}}"
 done
 echo "$REPS interleaved repetitions of ${SECS}s, 64-byte frames, pkts/s: median  min-max; load: $(uptime | sed 's/.*load/load/')"
 printf '  transmit  trafgen     %s\n' "$(printf '%s\n' "${TG[@]}" | stats)"
@@ -163,6 +174,8 @@ printf '  receive   tcpdump     %s\n' "$(printf '%s\n' "${RT[@]}" | stats)"
 printf '  receive   afpacket    %s  ratio to netsniff-ng %s, to tcpdump %s\n' "$(printf '%s\n' "${RA[@]}" | stats)" \
 	"$(ratio "$(printf '%s\n' "${RA[@]}" | median)" "$(printf '%s\n' "${RN[@]}" | median)")" \
 	"$(ratio "$(printf '%s\n' "${RA[@]}" | median)" "$(printf '%s\n' "${RT[@]}" | median)")"
+printf '  receive CPU per packet (ns, lower is better): netsniff-ng %s  tcpdump %s  afpacket %s\n' \
+	"$(printf '%s\n' "${CN[@]}" | stats)" "$(printf '%s\n' "${CT[@]}" | stats)" "$(printf '%s\n' "${CA[@]}" | stats)"
 if [ -n "${REF_BIN:-}" ]; then
 	printf '  receive   afpacket-ref %s ratio to netsniff-ng %s, to tcpdump %s\n' "$(printf '%s\n' "${RR[@]}" | stats)" \
 		"$(ratio "$(printf '%s\n' "${RR[@]}" | median)" "$(printf '%s\n' "${RN[@]}" | median)")" \
