@@ -67,9 +67,10 @@
 // transmit (TxStats.Backend["sends"]; BenchmarkTransmit reports it per
 // packet: 1/256) and per wait on receive (RxStats.Backend["syscalls"]).
 // On a veth pair between two namespaces, 64-byte frames, one CPU each,
-// transmit measures 1.14 times trafgen's rate (trafgen 0.6.8 from
-// netsniff-ng, the same TX ring with qdisc bypass) in the same run of
-// scripts/trafgen-compare.sh; see README.md. The kernel does all its usual work on every frame: AF_PACKET is
+// transmit measures 1.12 to 1.14 times trafgen's rate (trafgen 0.6.8 from
+// netsniff-ng, the same TX ring with qdisc bypass) in the same quiet run of
+// scripts/trafgen-compare.sh, 1.04 times on a loaded machine; see
+// README.md. The kernel does all its usual work on every frame: AF_PACKET is
 // a tap, not a bypass.
 //
 // # Low latency
