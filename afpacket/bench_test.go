@@ -6,9 +6,12 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/netns"
@@ -20,6 +23,10 @@ import (
 // BenchmarkTransmit sends on it, and BenchmarkReceive and BenchmarkForward
 // take what arrives there, from a sender the script runs at the other end.
 const benchIfaceEnv = "PACKETIO_BENCH_IFACE"
+
+// benchBlockEnv, when set, is the WithBlockSize of the receive benchmarks,
+// for comparing ring geometries.
+const benchBlockEnv = "PACKETIO_BENCH_BLOCK"
 
 const benchFrameLen = 64 // bytes per frame, FCS excluded (what testpmd txonly sends)
 
@@ -75,13 +82,31 @@ func feed(b *testing.B, pair *netns.Pair, stop chan struct{}) *sync.WaitGroup {
 	return &wg
 }
 
+// cpuTime is the user and system CPU time the process has used, in ns: a
+// receiver that keeps up with its feeder is compared by what each packet
+// costs it, not by the rate, which is the feeder's. (Meaningful with
+// PACKETIO_BENCH_IFACE, where the feeder is another process.)
+func cpuTime() int64 {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
 func reportPPS(b *testing.B, packets int) {
 	b.ReportMetric(float64(packets)/b.Elapsed().Seconds(), "pkts/s")
 }
 
-// BenchmarkTransmit sends 64-byte frames as fast as SendFunc takes them; one
-// op is one frame.
-func BenchmarkTransmit(b *testing.B) {
+// BenchmarkTransmit sends 64-byte frames as fast as SendFunc takes them,
+// 256 a call; one op is one frame. syscalls/pkt counts every system call the
+// queue made to send (TxStats.Backend["sends"]).
+func BenchmarkTransmit(b *testing.B) { benchTransmit(b, 256) }
+
+// BenchmarkTransmit64 is BenchmarkTransmit with SendFunc(64).
+func BenchmarkTransmit64(b *testing.B) { benchTransmit(b, 64) }
+
+func benchTransmit(b *testing.B, batch int) {
 	var tx packetio.TxQueue
 	if os.Getenv(benchIfaceEnv) != "" {
 		d, _ := benchOpen(b, WithRxQueues(0))
@@ -96,7 +121,7 @@ func BenchmarkTransmit(b *testing.B) {
 	b.ResetTimer()
 	sent := 0
 	for sent < b.N {
-		n, err := tx.SendFunc(min(256, b.N-sent), build)
+		n, err := tx.SendFunc(min(batch, b.N-sent), build)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -106,17 +131,67 @@ func BenchmarkTransmit(b *testing.B) {
 	reportPPS(b, sent)
 	st, _ := tx.Stats()
 	b.ReportMetric(float64(st.Packets)/float64(max(st.Batches, 1)), "pkts/call")
+	b.ReportMetric(float64(st.Backend["sends"])/float64(max(st.Packets, 1)), "syscalls/pkt")
 }
 
-// BenchmarkReceive counts 64-byte frames arriving from a flooding sender;
-// one op is one received frame.
-func BenchmarkReceive(b *testing.B) { benchReceive(b) }
+// BenchmarkTransmitCopy is BenchmarkTransmit through Alloc, a copy into
+// each pool frame, Transmit and Complete (256 a batch): on the ring every
+// frame is copied once more, from the pool frame into a slot, where SendFunc
+// builds in the slot itself.
+func BenchmarkTransmitCopy(b *testing.B) {
+	var tx packetio.TxQueue
+	if os.Getenv(benchIfaceEnv) != "" {
+		d, _ := benchOpen(b, WithRxQueues(0))
+		tx = d.TxQueue(0)
+	} else {
+		pair := netns.New(b)
+		tx = openIn(b, pair.A, WithRxQueues(0)).TxQueue(0)
+	}
+	frame := benchFrame()
+	reg := tx.Region()
+	b.ReportAllocs()
+	b.ResetTimer()
+	sent := 0
+	for sent < b.N {
+		tx.Complete(1 << 20)
+		descs := tx.Alloc(min(256, b.N-sent))
+		for i := range descs {
+			descs[i].Len = uint32(copy(reg.Writable(descs[i]), frame))
+		}
+		n := tx.Transmit(descs)
+		tx.Free(descs[n:])
+		if err := tx.Err(); err != nil {
+			b.Fatal(err)
+		}
+		sent += n
+	}
+	b.StopTimer()
+	reportPPS(b, sent)
+	st, _ := tx.Stats()
+	b.ReportMetric(float64(st.Backend["sends"])/float64(max(st.Packets, 1)), "syscalls/pkt")
+}
+
+// BenchmarkReceive counts 64-byte frames arriving from a flooding sender,
+// up to 1024 a Receive; one op is one received frame. syscalls/pkt counts
+// every system call the queue made to receive (RxStats.Backend["syscalls"]:
+// poll(2) when the ring is empty).
+func BenchmarkReceive(b *testing.B) { benchReceive(b, 1024) }
+
+// BenchmarkReceive64 is BenchmarkReceive with Receive(64).
+func BenchmarkReceive64(b *testing.B) { benchReceive(b, 64) }
 
 // BenchmarkReceiveLowLatency is BenchmarkReceive on a TPACKET_V2 ring
 // (WithLowLatency): what the per-packet hand-over costs under load.
-func BenchmarkReceiveLowLatency(b *testing.B) { benchReceive(b, WithLowLatency()) }
+func BenchmarkReceiveLowLatency(b *testing.B) { benchReceive(b, 1024, WithLowLatency()) }
 
-func benchReceive(b *testing.B, opts ...Option) {
+func benchReceive(b *testing.B, batch int, opts ...Option) {
+	if v := os.Getenv(benchBlockEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("%s=%q: %v", benchBlockEnv, v, err)
+		}
+		opts = append(opts, WithBlockSize(n))
+	}
 	d, pair := benchOpen(b, append(opts, WithTxQueues(0))...)
 	rx := d.RxQueue(0)
 	if pair != nil {
@@ -126,6 +201,7 @@ func benchReceive(b *testing.B, opts ...Option) {
 		defer close(stop)
 	}
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	got := 0
 	deadline := time.Now().Add(time.Minute)
@@ -133,7 +209,7 @@ func benchReceive(b *testing.B, opts ...Option) {
 		if _, err := rx.Poll(100 * time.Millisecond); err != nil {
 			b.Fatal(err)
 		}
-		descs := rx.Receive(1024)
+		descs := rx.Receive(batch)
 		got += len(descs)
 		rx.Recycle(descs)
 		if time.Now().After(deadline) {
@@ -141,10 +217,12 @@ func benchReceive(b *testing.B, opts ...Option) {
 		}
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(max(got, 1)), "cpu-ns/pkt")
 	reportPPS(b, got)
 	st, _ := rx.Stats()
 	b.ReportMetric(float64(st.Packets)/float64(max(st.Batches, 1)), "pkts/batch")
 	b.ReportMetric(float64(st.Dropped), "kernel-drops")
+	b.ReportMetric(float64(st.Backend["syscalls"])/float64(max(st.Packets, 1)), "syscalls/pkt")
 }
 
 // BenchmarkForward receives frames, rewrites their MACs in place and sends

@@ -33,8 +33,9 @@ type Device struct {
 
 var _ packetio.Device = (*Device)(nil)
 
-// testHookSocket, when set by a test, runs after socket i is set up; an error
-// makes Open fail there, to prove the rollback.
+// testHookSocket, when set by a test, runs after socket i is set up (receive
+// queues' sockets first, then transmit queues'); an error makes Open fail
+// there, to prove the rollback.
 var testHookSocket func(i int) error
 
 // backendName is the backend's name in Capabilities and errors.
@@ -81,16 +82,26 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 
 	d.reg = newRegion(allocRegion(cfg.frames*cfg.frameSize), cfg.frameSize)
 
-	nsock := max(cfg.txQueues, cfg.rxQueues)
-	for i := range nsock {
-		s, err := openSocket(d.ifindex, cfg, i < cfg.rxQueues)
+	// One socket per receive queue, with its ring, then one per transmit
+	// queue: a transmit ring must not share a socket with a receive ring
+	// (one PACKET_VERSION, one mapping), and a transmit-only socket
+	// registers no receive hook.
+	for i := range cfg.rxQueues + cfg.txQueues {
+		var s *sock
+		what := fmt.Sprintf("rx %d", i)
+		if i < cfg.rxQueues {
+			s, err = openSocket(d.ifindex, cfg, true)
+		} else {
+			what = fmt.Sprintf("tx %d", i-cfg.rxQueues)
+			s, err = openTxSocket(d.ifindex, cfg, maxTxLen)
+		}
 		if err != nil {
-			return nil, fail("queue %d: %w", i, err)
+			return nil, fail("%s: %w", what, err)
 		}
 		d.socks = append(d.socks, s)
 		if testHookSocket != nil {
 			if err := testHookSocket(i); err != nil {
-				return nil, fail("queue %d: %w", i, err)
+				return nil, fail("%s: %w", what, err)
 			}
 		}
 	}
@@ -107,8 +118,10 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		if err != nil {
 			return nil, fail("tx %d: %w", i, err)
 		}
-		q := newTxQueue(d, i, d.socks[i].fd, d.reg, p, cfg.gso, cfg.multiBuffer)
+		s := d.socks[cfg.rxQueues+i]
+		q := newTxQueue(d, i, s.fd, d.reg, p, cfg.gso, cfg.multiBuffer)
 		q.maxLen = maxTxLen
+		q.ring = s.txr
 		d.Tx = append(d.Tx, q)
 	}
 	for i := range cfg.rxQueues {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/netns"
@@ -24,12 +25,22 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
+// socketMappings counts the process's mappings of sockets (the rings).
+func socketMappings(t *testing.T) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(maps), "socket:[")
+}
+
 // Every refusal is an open OpError naming the interface and matching the
 // sentinel of its cause, and leaves no socket, eventfd or mapping behind.
 func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 	pair := netns.New(t)
-	t.Cleanup(func() { testHookSocket = nil })
-	before := openFDs(t)
+	t.Cleanup(func() { testHookSocket, testHookTxMap = nil, nil })
+	before, beforeMaps := openFDs(t), socketMappings(t)
 	for _, c := range []struct {
 		name   string
 		ifname string
@@ -59,7 +70,28 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 			}
 			return nil
 		}, []Option{WithLowLatency(), WithQueues(4), WithFrames(256)}, packetio.ErrSetup},
+		{"late failure, after transmit rings", pair.A.Link, func() error {
+			testHookSocket = func(i int) error {
+				if i == 5 { // the second transmit socket: rx 0-3, then tx
+					return errors.New("injected")
+				}
+				return nil
+			}
+			return nil
+		}, []Option{WithQueues(4), WithFrames(256)}, packetio.ErrSetup},
+		{"transmit ring mapping fails", pair.A.Link, func() error {
+			testHookSocket = nil
+			calls := 0
+			testHookTxMap = func() error {
+				if calls++; calls == 2 {
+					return unix.ENOMEM
+				}
+				return nil
+			}
+			return nil
+		}, []Option{WithQueues(3), WithFrames(256)}, packetio.ErrSetup},
 		{"interface down", pair.A.Link, func() error {
+			testHookTxMap = nil
 			testHookSocket = nil
 			l, err := netlink.LinkByName(pair.A.Link)
 			if err != nil {
@@ -94,6 +126,9 @@ func TestIntegrationOpenRefusesAndRollsBack(t *testing.T) {
 			t.Logf("%v", err)
 			if n := openFDs(t); n != before {
 				t.Fatalf("%d file descriptors open after a failed Open, %d before", n, before)
+			}
+			if n := socketMappings(t); n != beforeMaps {
+				t.Fatalf("%d ring mappings after a failed Open, %d before", n, beforeMaps)
 			}
 		})
 	}

@@ -60,6 +60,7 @@ type RxQueue struct {
 	oversize, malformed, badCsum, zeroStamp   atomic.Uint64
 	batchTooSmall                             atomic.Uint64
 	kernPackets, kernDrops, kernFreeze        atomic.Uint64
+	syscalls                                  atomic.Uint64 // poll(2), and the socket checks after a socket error
 }
 
 var (
@@ -134,6 +135,7 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 		if q.linkErr && (ms < 0 || ms > linkCheckMs) {
 			ms = linkCheckMs
 		}
+		q.syscalls.Add(1)
 		_, err := unix.Poll(q.pfds[:], ms)
 		if err != nil && err != unix.EINTR {
 			return 0, q.errorf("poll", packetio.ErrQueueFailed, "poll: %v", err)
@@ -196,6 +198,7 @@ const linkCheckMs = 200
 // link went down) and fails the queue for good if the interface is gone:
 // the socket would never receive again.
 func (q *RxQueue) checkSocket() error {
+	q.syscalls.Add(2) // SO_ERROR and the SIOCGIFINDEX of interfaceAlive
 	_, _ = unix.GetsockoptInt(q.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	if !q.dev.interfaceAlive(q.fd) {
 		q.failed.Store(true)
@@ -461,6 +464,7 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 			"pool_rejected":   q.pool.Rejected(),
 			"kernel_packets":  q.kernPackets.Load(),
 			"freeze_q_count":  q.kernFreeze.Load(),
+			"syscalls":        q.syscalls.Load(),
 		},
 	}, nil
 }

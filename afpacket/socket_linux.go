@@ -25,9 +25,10 @@ const ringFrameSize = 2048
 // one.
 type sock struct {
 	fd    int
-	mem   []byte // the mmapped ring, nil on a transmit-only socket
-	ring  *ring  // the TPACKET_V3 walk, nil with WithLowLatency
-	ring2 *ring2 // the TPACKET_V2 walk (WithLowLatency), else nil
+	mem   []byte  // the mmapped ring, nil on a transmit-only socket
+	ring  *ring   // the TPACKET_V3 walk, nil with WithLowLatency
+	ring2 *ring2  // the TPACKET_V2 walk (WithLowLatency), else nil
+	txr   *txRing // the transmit ring of a transmit socket, nil on the sendmmsg path
 }
 
 // htons converts a 16-bit value to network order for the protocol fields of
@@ -94,7 +95,9 @@ func openSocket(ifindex int, cfg resolved, withRing bool) (s *sock, err error) {
 	// queues), bigger socket buffers (FORCE works for root and ignores
 	// the sysctl ceiling).
 	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
-	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1)
+	if !cfg.qdisc {
+		_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1)
+	}
 	for _, o := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
 		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], socketBuffer) != nil {
 			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], socketBuffer)
@@ -123,6 +126,63 @@ func openSocket(ifindex int, cfg resolved, withRing bool) (s *sock, err error) {
 	}
 	return s, nil
 }
+
+// openTxSocket makes the packet socket of one transmit queue: bound with
+// protocol 0 (no receive hook), and with a PACKET_TX_RING whose slots hold
+// maxLen bytes unless the queue takes the sendmmsg path (WithGSO,
+// WithMultiBuffer).
+func openTxSocket(ifindex int, cfg resolved, maxLen int) (s *sock, err error) {
+	s, err = openSocket(ifindex, cfg, false)
+	if err != nil || cfg.gso || cfg.multiBuffer {
+		return s, err
+	}
+	if err := s.setupTxRing(maxLen); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// setupTxRing asks for a TPACKET_V2 transmit ring and maps it. PACKET_LOSS
+// stays off, so a frame the kernel refuses is marked in its slot
+// (TP_STATUS_WRONG_FORMAT) instead of vanishing. On a failed mapping the
+// ring is released again.
+func (s *sock) setupTxRing(maxLen int) error {
+	if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V2); err != nil {
+		return fmt.Errorf("PACKET_VERSION TPACKET_V2 (transmit ring): %w", err)
+	}
+	// Best effort: without it the kernel pins each slot's page into the
+	// skb instead of copying the frame (see txRing.linear).
+	linear := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1) == nil
+	frameSize, slots, blockSize := txRingGeometry(maxLen + vnetLen)
+	req := unix.TpacketReq{
+		Block_size: uint32(blockSize),
+		Block_nr:   uint32(slots * frameSize / blockSize),
+		Frame_size: uint32(frameSize),
+		Frame_nr:   uint32(slots),
+	}
+	if err := unix.SetsockoptTpacketReq(s.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
+		return fmt.Errorf("PACKET_TX_RING (%d slots of %d bytes): %w", slots, frameSize, err)
+	}
+	mem, err := mapRing(s.fd, slots*frameSize)
+	if err == nil && testHookTxMap != nil {
+		if err = testHookTxMap(); err != nil {
+			unmap(mem)
+		}
+	}
+	if err != nil {
+		var zero unix.TpacketReq
+		_ = unix.SetsockoptTpacketReq(s.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &zero)
+		return fmt.Errorf("map the transmit ring: %w", err)
+	}
+	s.mem = mem
+	s.txr = newTxRing(mem, frameSize, slots, linear)
+	return nil
+}
+
+// testHookTxMap, when set by a test, runs after a transmit ring is mapped;
+// an error is taken as a failed mapping, to prove the rollback.
+var testHookTxMap func() error
 
 // setupRing asks for a TPACKET_V3 ring and maps it. On a failed mapping the
 // ring is released again (a configured, unmapped ring would still take

@@ -33,12 +33,15 @@ const (
 // EAGAIN, EINTR or worse on cue. Called once per batch.
 var sendmmsgFn = sendmmsg
 
-// TxQueue is a transmit queue: batched sendmmsg(2) on a packet socket with
-// PACKET_QDISC_BYPASS. The kernel has copied a frame when sendmmsg returns,
-// but the frame still waits on a pending list until Complete or Reclaim hands
-// it back, so the ownership rules and NumInFlight are the same as on a
-// zero-copy backend. It implements packetio.OffloadTransmitter and
-// packetio.GatherTransmitter.
+// TxQueue is a transmit queue on a packet socket of its own with
+// PACKET_QDISC_BYPASS (unless WithQdisc): a PACKET_TX_RING (TPACKET_V2)
+// with one send(2) per batch, or, WithGSO or WithMultiBuffer, batched
+// sendmmsg(2). Transmit copies each frame into a ring slot (or the kernel
+// copies it in sendmmsg), but the frame still waits on a pending list until
+// Complete or Reclaim hands it back, so the ownership rules and NumInFlight
+// are the same as on a zero-copy backend. On the ring SendFunc builds each
+// frame straight into a slot and takes no pool frame. It implements
+// packetio.OffloadTransmitter and packetio.GatherTransmitter.
 type TxQueue struct {
 	dev   *Device
 	index int
@@ -51,6 +54,10 @@ type TxQueue struct {
 	// maxLen is the longest packet the link carries (MTU + 14 at Open):
 	// a longer one is refused up front, as the kernel would refuse it.
 	maxLen int
+	// ring is the PACKET_TX_RING, nil on the sendmmsg path (WithGSO,
+	// WithMultiBuffer).
+	ring *txRing
+	room int // bytes a region frame holds past its headroom
 
 	closed atomic.Bool
 	failed atomic.Bool
@@ -74,6 +81,9 @@ type TxQueue struct {
 	dropped, rejected, eagain, eintr   atomic.Uint64
 	refused                            atomic.Uint64 // not the caller's to give: zero, foreign, or (checked) held by another
 	lastErrno                          atomic.Uint64
+	sends                              atomic.Uint64 // system calls that send: send(2) on the ring, sendmmsg(2) otherwise
+	wrongFormat                        atomic.Uint64 // ring slots the kernel refused (TP_STATUS_WRONG_FORMAT)
+	kernelRefusal                      atomic.Pointer[error]
 }
 
 var (
@@ -83,7 +93,7 @@ var (
 )
 
 func newTxQueue(dev *Device, index, fd int, reg *region, p *pool.Frames, vnet, multi bool) *TxQueue {
-	q := &TxQueue{dev: dev, index: index, fd: fd, reg: reg, pool: p, vnet: vnet, multi: multi, niov: 1, maxLen: 1<<31 - 1}
+	q := &TxQueue{dev: dev, index: index, fd: fd, reg: reg, pool: p, vnet: vnet, multi: multi, niov: 1, maxLen: 1<<31 - 1, room: reg.FrameSize() - frameHeadroom}
 	if vnet {
 		q.niov = 2
 	}
@@ -122,6 +132,9 @@ func (q *TxQueue) Alloc(n int) []packetio.Desc {
 		return nil
 	}
 	n = min(n, maxPending-q.count, q.pool.Len())
+	if q.ring != nil {
+		n = q.ring.free(n)
+	}
 	q.descs = q.descs[:0]
 	if n <= 0 {
 		if q.pool.Len() == 0 {
@@ -172,6 +185,9 @@ func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int,
 	}
 	if q.multi {
 		return q.transmitChains(descs, offs)
+	}
+	if q.ring != nil {
+		return q.transmitRing(descs)
 	}
 	limit := min(len(descs), maxPending-q.count)
 	if limit == 0 {
@@ -418,6 +434,7 @@ func (q *TxQueue) sendAll(n int) (int, uint64) {
 	var calls uint64
 	for sent < n {
 		k, errno := sendmmsgFn(q.fd, q.msgs[sent:n])
+		q.sends.Add(1)
 		calls++
 		if k > 0 {
 			sent += k
@@ -467,6 +484,9 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 	}
 	if q.failed.Load() {
 		return 0, q.Err()
+	}
+	if q.ring != nil {
+		return q.gatherRing(segs, counts)
 	}
 	var err error
 	total, seg := 0, 0
@@ -554,7 +574,10 @@ func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Of
 }
 
 // Err is nil while the queue is healthy, wraps ErrQueueFailed once the
-// interface has gone, and wraps ErrClosed after Close.
+// interface has gone, and wraps ErrClosed after Close. A misuse the
+// packetio_checked build caught, or a frame the kernel refused in the
+// transmit ring (TP_STATUS_WRONG_FORMAT, matching ErrBadLength), is reported
+// too, the first one for good, while the queue goes on working.
 func (q *TxQueue) Err() error {
 	if q.closed.Load() {
 		return q.errorf("transmit", packetio.ErrClosed, "queue closed")
@@ -564,6 +587,9 @@ func (q *TxQueue) Err() error {
 	}
 	if err := q.pool.Misuse(); err != nil {
 		return packetio.NewOpError("transmit", backendName, q.dev.name, q.index, err)
+	}
+	if e := q.kernelRefusal.Load(); e != nil {
+		return *e
 	}
 	return nil
 }
@@ -628,16 +654,21 @@ func (q *TxQueue) Free(descs []packetio.Desc) {
 }
 
 // NumCompleted is how many frames Complete would return now: every pending
-// one, since the kernel is done with a frame when sendmmsg returns.
+// one, since a frame has been copied (into a ring slot, or by sendmmsg) by
+// the time Transmit returns.
 func (q *TxQueue) NumCompleted() int { return q.count }
 
 // NumInFlight is how many sent frames have not been handed back.
 func (q *TxQueue) NumInFlight() int { return q.count }
 
-// NumFreeSlots is how many more frames Transmit takes now.
+// NumFreeSlots is how many more frames Transmit takes now: what the pending
+// list and the free ring slots allow.
 func (q *TxQueue) NumFreeSlots() int {
 	if q.closed.Load() {
 		return 0
+	}
+	if q.ring != nil {
+		return q.ring.free(maxPending - q.count)
 	}
 	return maxPending - q.count
 }
@@ -660,6 +691,9 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		return 0, q.Err()
 	}
 	q.Complete(count + q.count)
+	if q.ring != nil {
+		return q.sendRing(count, build)
+	}
 	descs := q.Alloc(count)
 	built := 0
 	for i := range descs {
@@ -704,6 +738,8 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 			"eintr":          q.eintr.Load(),
 			"dropped":        dropped,
 			"last_errno":     q.lastErrno.Load(),
+			"sends":          q.sends.Load(),
+			"wrong_format":   q.wrongFormat.Load(),
 		},
 	}, nil
 }
