@@ -64,10 +64,11 @@ import (
 
 type options struct {
 	backends       []string
+	columns        []string // which columns to run (default: all)
 	loops          []string
 	queues         []int
 	passes         int
-	size           int // on the wire, with FCS
+	sizes          []int // on the wire, with FCS
 	flows, batch   int
 	warmup, window time.Duration
 	testpmd        string // name or path; "" for none
@@ -126,16 +127,19 @@ func sweepMain(ctx context.Context, o options, command string, stdout, stderr io
 
 func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	var o options
-	var backends, loopList, queues string
+	var backends, columns, loopList, queues, sizes string
+	var quick bool
 	fs.StringVar(&backends, "backends", strings.Join(backend.Names(), ","), "packetio backends to measure (built in: "+strings.Join(backend.Names(), ", ")+"; dpdk needs -tags dpdk)")
+	fs.StringVar(&columns, "columns", "all", "columns to run, of: "+columnList()+" (packetio ones only where -backends has their backend)")
 	fs.StringVar(&loopList, "loops", strings.Join(loops, ","), "loops to run")
-	fs.StringVar(&queues, "queues", "1,2", "queue counts to run, each a row")
-	fs.IntVar(&o.passes, "passes", 3, "passes; each cell reports the median")
-	fs.IntVar(&o.size, "size", 64, "frame size on the wire in bytes, FCS included (64 is a 60-byte frame)")
+	fs.StringVar(&queues, "queues", "1", "queue counts to run, each a row (the tools and the C reference drive one queue)")
+	fs.IntVar(&o.passes, "passes", 5, "passes; each cell reports the median")
+	fs.StringVar(&sizes, "sizes", "64,512,1514", "frame sizes on the wire in bytes, FCS included (64 is a 60-byte frame), 64 to 1518")
+	fs.BoolVar(&quick, "quick", false, "a quick look: 64-byte frames, 1 pass, 100ms warm-up, 300ms window (flags after it still count)")
 	fs.IntVar(&o.flows, "flows", 64, "UDP flows (source ports) per sender, so fanout and SO_REUSEPORT spread them")
 	fs.IntVar(&o.batch, "batch", 256, "most packets per send or receive call, in every loop and the baseline")
 	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "time each cell runs before it is measured")
-	fs.DurationVar(&o.window, "window", 2*time.Second, "time each cell is measured over")
+	fs.DurationVar(&o.window, "window", time.Second, "time each cell is measured over")
 	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd columns ("" for none); skipped with a note when not found`)
 	fs.StringVar(&o.feeder, "feeder", feederLive, "what feeds receive and forward: live (frames from inside the peer's kernel, needs BPF) or afpacket (a packet socket on the peer, slower than most receivers)")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
@@ -173,6 +177,23 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	if quick {
+		// Defaults for a quick look, under whatever was set explicitly.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["sizes"] {
+			sizes = "64"
+		}
+		if !set["passes"] {
+			o.passes = 1
+		}
+		if !set["warmup"] {
+			o.warmup = 100 * time.Millisecond
+		}
+		if !set["window"] {
+			o.window = 300 * time.Millisecond
+		}
+	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
@@ -182,6 +203,23 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 			// Not registered: Open opens nothing and says why (which tag).
 			_, err := backend.Open(b, "", backend.Config{})
 			return o, fmt.Errorf("-backends: %w", err)
+		}
+	}
+	if columns == "all" {
+		o.columns = allColumns()
+	} else {
+		var bad []string
+		if o.columns, bad = parseColumns(splitList(columns)); len(bad) > 0 {
+			return o, fmt.Errorf("-columns: unknown %q (have %s)", bad, columnList())
+		}
+	}
+	for _, s := range splitList(sizes) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 64 || n > 1518 {
+			return o, fmt.Errorf("-sizes: %q is not a frame size from 64 to 1518 bytes on the wire", s)
+		}
+		if !slices.Contains(o.sizes, n) {
+			o.sizes = append(o.sizes, n)
 		}
 	}
 	o.loops = splitList(loopList)
@@ -198,12 +236,10 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 		o.queues = append(o.queues, q)
 	}
 	switch {
-	case len(o.queues) == 0 || len(o.loops) == 0:
-		return o, errors.New("-queues and -loops must not be empty")
+	case len(o.queues) == 0 || len(o.loops) == 0 || len(o.sizes) == 0 || len(o.columns) == 0:
+		return o, errors.New("-queues, -loops, -sizes and -columns must not be empty")
 	case o.passes < 1 || o.passes > 100:
 		return o, fmt.Errorf("-passes %d: 1 to 100", o.passes)
-	case o.size < 64 || o.size > 1518:
-		return o, fmt.Errorf("-size %d: 64 to 1518 bytes on the wire", o.size)
 	case o.flows < 1 || o.flows > 254:
 		return o, fmt.Errorf("-flows %d: 1 to 254", o.flows)
 	case o.batch < 1 || o.batch > 1024:
@@ -260,7 +296,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
 		}
 	}()
-	e := &env{feeder: o.feeder, size: o.size - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
+	e := &env{feeder: o.feeder, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
 	defer func() {
 		if cerr := e.close(); cerr != nil && err == nil {
 			err = cerr
@@ -273,49 +309,73 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 	}
 
 	t = &table{header: machine(command)}
-	t.size, t.passes, t.warmup, t.window, t.feeder = o.size, o.passes, o.warmup.String(), o.window.String(), first.feed.describe()
+	t.passes, t.warmup, t.window, t.feeder = o.passes, o.warmup.String(), o.window.String(), first.feed.describe()
 	t.notes = append(t.notes,
-		fmt.Sprintf("placement, every column alike: the loop of queue q (a packetio worker, a kernel socket loop, testpmd's one forwarding lcore) on CPU q+1, the feeder's generator i on CPU i, modulo the %d CPUs; a queue's receive work in softirq runs where its frames were sent from, the feeder's CPU", len(e.cpus)),
+		fmt.Sprintf("placement, every column alike: the loop of queue q (a packetio worker, a kernel socket loop, testpmd's one forwarding lcore, the C reference, a tool) on CPU q+1, the feeder's generator i on CPU i, modulo the %d CPUs; a queue's receive work in softirq runs where its frames were sent from, the feeder's CPU", len(e.cpus)),
 		fmt.Sprintf("what the measured side sends (transmit, and forward's next hop) goes to %s at %s, a MAC nobody owns (a permanent neighbour entry): the peer's kernel drops each frame at its first look, so on a veth, where the receiving kernel's work runs on the sender's CPU, the sender is measured and not the peer's IP stack", sinkIP, sinkMAC),
 		"kernel: plain UDP sockets in the measured namespace, one per queue, sendmmsg/recvmmsg in batches of "+strconv.Itoa(o.batch)+
-			"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to that address)")
-	columns := []string{colKernel}
+			"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to that address)",
+		"frame sizes: every packetio loop checks the length of every frame it takes (a cell where more than 1 % are not the size it measures fails), the kernel baseline the length recvmmsg returns; 1514 bytes on the wire is a 1510-byte frame, which the veth's 1500-byte MTU carries")
+	var columns []string
+	for _, col := range o.columns {
+		switch b := backendOf(col); {
+		case b == "" || slices.Contains(o.backends, b):
+			columns = append(columns, col)
+		}
+	}
 	for _, b := range o.backends {
-		columns = append(columns, b)
 		t.notes = append(t.notes, packetioNote(b))
 	}
 	if !slices.Contains(backend.Names(), "dpdk") {
-		t.notes = append(t.notes, "dpdk: not built in (build with -tags dpdk for its column)")
+		t.notes = append(t.notes, "dpdk: not built in (build with -tags dpdk for its columns)")
 	}
 	var tools testpmdTools
-	if o.testpmd != "" {
+	if o.testpmd != "" && (slices.Contains(columns, colTestpmdPacket) || slices.Contains(columns, colTestpmdXDP)) {
 		if tools, err = findTestpmd(o.testpmd); err != nil {
 			t.notes = append(t.notes, "testpmd: columns skipped, "+err.Error())
+			columns = slices.DeleteFunc(columns, isTestpmd)
 		} else {
-			columns = append(columns, colTestpmdPacket, colTestpmdXDP)
 			t.notes = append(t.notes, "testpmd: "+tools.testpmd+" on the same veth, in the namespace, driven interactively with one forwarding lcore for every queue: txonly (UDP to the same address), rxonly, and mac forwarding (MACs rewritten, IP untouched, less work than the packetio router) for forward; "+
-				"its rate is its port counters (show port stats) read at both ends of the window; testpmd/af_packet is DPDK's net_af_packet (qpairs = queues), testpmd/af_xdp its net_af_xdp (queue_count = queues; the XDP program libxdp loads takes every frame of its queues); both drivers leave the interface promiscuous and bounce the link, which the sweep puts back after each run")
+				"its rate is its port counters (show port stats) read at both ends of the window; testpmd/af_packet is DPDK's net_af_packet (qpairs = queues), testpmd/af_xdp its net_af_xdp (queue_count = queues; the XDP program libxdp loads takes every frame of its queues); both drivers leave the interface promiscuous and bounce the link, which the sweep puts back after each run",
+				testpmdXDPNote)
 		}
 	} else {
-		t.notes = append(t.notes, "testpmd: columns not asked for (-testpmd \"\")")
+		t.notes = append(t.notes, "testpmd: columns not asked for")
+		columns = slices.DeleteFunc(columns, isTestpmd)
+	}
+	var xsk *xskref
+	if slices.ContainsFunc(columns, isXsk) {
+		xsk = buildXskref(func(s string) { fmt.Fprintln(log, s) })
+		defer xsk.close()
+		t.notes = append(t.notes, xskNote)
+	}
+	for _, col := range []string{colTrafgen, colNetsniff, colTcpdump} {
+		if slices.Contains(columns, col) && slices.Contains(o.loops, map[string]string{colTrafgen: loopTx, colNetsniff: loopRx, colTcpdump: loopRx}[col]) {
+			t.notes = append(t.notes, toolNote(col))
+		}
 	}
 	for _, l := range o.loops {
-		for _, q := range o.queues {
-			for _, c := range columns {
-				t.cells = append(t.cells, &cell{loop: l, column: c, queues: q})
+		for _, size := range o.sizes {
+			for _, q := range o.queues {
+				for _, c := range columns {
+					if runsLoop(c, l) {
+						t.cells = append(t.cells, &cell{loop: l, size: size, column: c, queues: q})
+					}
+				}
 			}
 		}
 	}
 	t.order()
+	fmt.Fprintf(log, "%d cells × %d passes: about %s (estimate)\n", len(t.cells), o.passes, estimate(t.cells, o).Round(time.Second))
 
 	var failures []error
 	for pass := 1; pass <= o.passes; pass++ {
 		for _, c := range t.cells {
-			if c.note != "" && !c.failed { // skipped for good
+			if c.note != "" && !c.failed && len(c.passes) == 0 { // skipped for good
 				continue
 			}
 			began := time.Now()
-			s, err := e.runCell(ctx, c, tools)
+			s, err := e.runCell(ctx, c, tools, xsk)
 			took := time.Since(began).Seconds()
 			if ctx.Err() != nil {
 				return t, ctx.Err()
@@ -323,24 +383,61 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			switch {
 			case errors.Is(err, errSkip):
 				c.note = err.Error()
-				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-17s %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
+				fmt.Fprintf(log, "pass %d/%d %-8s %4dB %dq %-17s %v\n", pass, o.passes, c.loop, c.size, c.queues, c.column, err)
+			case errors.Is(err, errDropped) && s.mpps > 0:
+				c.passes = append(c.passes, s)
+				c.note = err.Error()
+				fmt.Fprintf(log, "pass %d/%d %-8s %4dB %dq %-17s %7.3f Mpps  %v\n", pass, o.passes, c.loop, c.size, c.queues, c.column, s.mpps, err)
 			case err != nil:
 				if !c.failed {
 					c.note, c.failed = "failed: "+err.Error(), true
-					failures = append(failures, fmt.Errorf("%s %dq %s: %w", c.loop, c.queues, c.column, err))
+					failures = append(failures, fmt.Errorf("%s %dB %dq %s: %w", c.loop, c.size, c.queues, c.column, err))
 				}
-				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-17s FAILED: %v\n", pass, o.passes, c.loop, c.queues, c.column, err)
+				fmt.Fprintf(log, "pass %d/%d %-8s %4dB %dq %-17s FAILED: %v\n", pass, o.passes, c.loop, c.size, c.queues, c.column, err)
 			default:
 				c.passes = append(c.passes, s)
-				fmt.Fprintf(log, "pass %d/%d %-8s %dq %-17s %7.3f Mpps  %.2f cores (%.2f softirq)  offered %.3f  (%.1fs)\n", pass, o.passes, c.loop, c.queues, c.column, s.mpps, s.cores, s.softirq, s.offered, took)
+				fmt.Fprintf(log, "pass %d/%d %-8s %4dB %dq %-17s %7.3f Mpps  %.2f cores (%.2f softirq)  offered %.3f  (%.1fs)\n", pass, o.passes, c.loop, c.size, c.queues, c.column, s.mpps, s.cores, s.softirq, s.offered, took)
 			}
 		}
 	}
 	return t, errors.Join(failures...)
 }
 
+// overhead is what a cell of column costs beyond its warm-up and window:
+// starting and stopping what it measures (measured on a 2-vCPU VM).
+func overhead(column string) time.Duration {
+	switch {
+	case isTestpmd(column):
+		return 1500 * time.Millisecond
+	case column == colDpdkPacket || column == colDpdkXDP:
+		return 600 * time.Millisecond
+	case isXsk(column), toolOf(column) != "":
+		return 400 * time.Millisecond
+	}
+	return 200 * time.Millisecond
+}
+
+// estimate is how long the sweep of cells will take.
+func estimate(cells []*cell, o options) time.Duration {
+	var d time.Duration
+	for _, c := range cells {
+		d += o.warmup + o.window + overhead(c.column)
+	}
+	return d * time.Duration(o.passes)
+}
+
+// testpmdXDPNote is what DPDK 22.11's net_af_xdp does by default.
+const testpmdXDPNote = "testpmd/af_xdp and dpdk/af_xdp busy-poll: DPDK 22.11's net_af_xdp defaults its busy_budget devarg to 64, and with a budget it sets SO_PREFER_BUSY_POLL, SO_BUSY_POLL of 20 µs and SO_BUSY_POLL_BUDGET 64 on each socket, " +
+	"and its receive path, finding the ring empty, calls recvfrom(MSG_DONTWAIT) to drive the busy poll instead of poll(2); busy_budget=0 turns that off (then it polls only when the fill ring needs a wakeup). So its twins here are afxdp+busypoll and C xsk+busypoll rather than the defaults"
+
+// xskNote describes the C reference's columns.
+const xskNote = "C xsk and C xsk+busypoll: xskref.c (this directory), built here with cc -O2 against libxdp: libxdp's xsk sockets, one socket on queue 0, need-wakeup, a 4096-frame UMEM of 2048-byte frames, 2048-entry rings, its own 5-instruction XDP program in native mode (so no GRO for its receive cells), the loops of the kernel's xdpsock (rxdrop, txonly, l2fwd); " +
+	"C xsk blocks in poll(2) on an empty ring (-p) with batches of the sweep's -batch, as packetio's loops do; C xsk+busypoll spins with SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs and budget 64 (-B 50 -b 64), as afxdp+busypoll; it counts with its own clock (a \"T N\" line every 100 ms). " +
+	"Its forward swaps the MACs and sends each frame back to the peer, whose IP stack then drops it (packetio's forward rewrites TTL, checksum and MACs and sends to the sink, dropped at the peer's first look); it does not check frame lengths"
+
 // runCell measures one pass of one cell.
-func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools) (sample, error) {
+func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xskref) (sample, error) {
+	e.size = c.size - 4
 	r, err := e.rig(c.queues)
 	if err != nil {
 		return sample{}, err
@@ -354,6 +451,10 @@ func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools) (sample,
 		subject, err = e.startKernel(ctx, r, c.loop)
 	case isTestpmd(c.column):
 		subject, err = e.startTestpmd(ctx, r, tools, c.column, c.loop)
+	case isXsk(c.column):
+		subject, err = e.startXsk(ctx, r, xsk, c.column, c.loop)
+	case toolOf(c.column) != "":
+		subject, err = e.startTool(ctx, r, c.column, c.loop)
 	default:
 		subject, err = e.startPacketio(ctx, r, c.column, c.loop)
 	}
@@ -365,13 +466,10 @@ func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools) (sample,
 	if merr != nil {
 		return sample{}, errors.Join(merr, serr)
 	}
-	if serr != nil {
-		return sample{}, serr
-	}
 	if s.mpps == 0 {
-		return s, errors.New("no packets in the window")
+		return s, errors.Join(errors.New("no packets in the window"), serr)
 	}
-	return s, nil
+	return s, serr
 }
 
 // macIn reads an interface's MAC where in runs code.

@@ -81,7 +81,7 @@ func checkClean(t *testing.T, before host) {
 }
 
 func tiny(dir string) options {
-	return options{backends: []string{"afpacket", "afxdp"}, loops: loops, queues: []int{1}, passes: 1, size: 64, flows: 8, batch: 64,
+	return options{backends: []string{"afpacket", "afxdp"}, columns: []string{colKernel, colAfpacket, colAfxdp}, loops: loops, queues: []int{1}, passes: 1, sizes: []int{64}, flows: 8, batch: 64,
 		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, out: dir}
 }
 
@@ -209,7 +209,7 @@ func TestSweepTestpmdColumns(t *testing.T) {
 	}
 	before := hostNow(t)
 	o := tiny(t.TempDir())
-	o.loops, o.queues, o.testpmd, o.backends = []string{loopTx, loopRx}, []int{1, 2}, "dpdk-testpmd", nil
+	o.loops, o.queues, o.testpmd, o.backends, o.columns = []string{loopTx, loopRx}, []int{1, 2}, "dpdk-testpmd", nil, []string{colTestpmdPacket, colTestpmdXDP}
 	var stdout, stderr bytes.Buffer
 	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
 	t.Logf("stderr:\n%s", stderr.String())
