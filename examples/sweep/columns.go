@@ -28,7 +28,7 @@ const (
 // columnOrder is the table's and the chart's order: the baseline, then
 // each packetio column followed by its reference, so a pair is read (and
 // drawn) side by side.
-var columnOrder = []string{colKernel, colAfpacket, colTrafgen, colNetsniff, colTcpdump, colAfxdp, colCxsk, colAfxdpBusy, colCxskBusy,
+var columnOrder = []string{colKernel, colAfpacket, colTrafgen, colTcpdump, colNetsniff, colAfxdp, colCxsk, colAfxdpBusy, colCxskBusy,
 	colDpdkPacket, colTestpmdPacket, colDpdkXDP, colTestpmdXDP}
 
 // allColumns lists every column this sweep knows, in table order.
@@ -98,8 +98,9 @@ func runsLoop(column, loop string) bool {
 // reference is the column a packetio column is held against in loop (its
 // ×ref ratio), "" for none: afxdp against the C AF_XDP program, each with
 // and without busy-polling; dpdk against testpmd on the same DPDK driver;
-// afpacket against trafgen (transmit) and netsniff-ng (receive), both
-// packet-socket tools with mmap rings.
+// afpacket against trafgen (transmit) and tcpdump (receive), packet-socket
+// tools with mmap rings that count what they themselves moved (netsniff-ng
+// cannot say what it took while it runs).
 func reference(loop, column string) string {
 	switch column {
 	case colAfxdp:
@@ -115,7 +116,7 @@ func reference(loop, column string) string {
 		case loopTx:
 			return colTrafgen
 		case loopRx:
-			return colNetsniff
+			return colTcpdump
 		}
 	}
 	return ""

@@ -316,11 +316,15 @@ func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device,
 		vdev = fmt.Sprintf("net_af_xdp%d,iface=%s,start_queue=0,queue_count=%d", e.vdevs, r.bed.Name, max(txq, rxq, 1))
 		e.vdevs++
 	}
-	d, err := r.bed.Open(func(iface string) (packetio.Device, error) {
-		if vdev != "" {
-			iface = vdev
-		}
-		return backend.Open(name, iface, c)
+	var d packetio.Device
+	err := retryBusy(func() (err error) {
+		d, err = r.bed.Open(func(iface string) (packetio.Device, error) {
+			if vdev != "" {
+				iface = vdev
+			}
+			return backend.Open(name, iface, c)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s on %s: %w", column, r.bed.Name, err)
@@ -395,7 +399,11 @@ func counter(n *atomic.Uint64) func() (reading, error) {
 }
 
 func (e *env) startTx(ctx context.Context, r *rig, column string) (running, error) {
-	d, err := e.openBackend(r, column, r.queues, 0)
+	rxq := 0
+	if column == colDpdkXDP {
+		rxq = r.queues // net_af_xdp sends through the receive queue's socket
+	}
+	d, err := e.openBackend(r, column, r.queues, rxq)
 	if err != nil {
 		return running{}, err
 	}
@@ -624,4 +632,44 @@ func packetioNote(name string) string {
 		return "dpdk: the packetio dpdk backend, in this process, on the same veth over DPDK's drivers: dpdk/af_packet over net_af_packet (qpairs = queues; it copies every frame), dpdk/af_xdp over net_af_xdp (\"net_af_xdpN,iface=IF,start_queue=0,queue_count=Q\" passed to backend.Open as the name; the driver's defaults, so it busy-polls, see testpmd/af_xdp); each is held against testpmd on the same driver"
 	}
 	return strings.TrimSpace(name)
+}
+
+// retryBusy runs open again while it fails because the queue is still
+// bound: the kernel releases an AF_XDP socket (and the queue it bound)
+// only once the XDP program's map that held it is freed, a moment after
+// the previous cell's Close.
+func retryBusy(open func() error) error {
+	var err error
+	for i := 0; i < 10; i++ {
+		if err = open(); err == nil || !isBusy(err) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return err
+}
+
+// isBusy reports whether err says a queue is bound already.
+func isBusy(err error) bool {
+	return errors.Is(err, unix.EBUSY) || strings.Contains(err.Error(), "resource busy")
+}
+
+// clearXDP detaches whatever XDP program a cell left on the measured
+// interface (DPDK's net_af_xdp leaves libxdp's, whose map keeps the
+// queue bound) and says which, so the next cell finds the interface as
+// the sweep made it.
+func clearXDP(r *rig) (string, error) {
+	var left string
+	err := r.bed.In(func() error {
+		l, err := netlink.LinkByName(r.bed.Name)
+		if err != nil {
+			return err
+		}
+		if x := l.Attrs().Xdp; x != nil && x.Attached {
+			left = fmt.Sprintf("XDP program %d", x.ProgId)
+			return netlink.LinkSetXdpFd(l, -1)
+		}
+		return nil
+	})
+	return left, err
 }

@@ -85,6 +85,9 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		os.Exit(childMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	o, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -455,6 +458,8 @@ func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xsk
 		subject, err = e.startXsk(ctx, r, xsk, c.column, c.loop)
 	case toolOf(c.column) != "":
 		subject, err = e.startTool(ctx, r, c.column, c.loop)
+	case c.column == colDpdkXDP:
+		subject, err = e.startChild(ctx, r, c.column, c.loop)
 	default:
 		subject, err = e.startPacketio(ctx, r, c.column, c.loop)
 	}
@@ -463,6 +468,10 @@ func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xsk
 	}
 	s, merr := measure(ctx, subject, e.warmup, e.window)
 	serr := subject.stop()
+	if left, err := clearXDP(r); err != nil || left != "" {
+		fmt.Fprintf(e.log, "%s left %s on %s: detached (%v)\n", c.column, left, r.bed.Name, err)
+		serr = errors.Join(serr, err)
+	}
 	if merr != nil {
 		return sample{}, errors.Join(merr, serr)
 	}

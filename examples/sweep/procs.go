@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +21,10 @@ type proc struct {
 	cmd    *exec.Cmd
 	name   string // the tool, for messages
 	exited chan struct{}
-	err    error // the exit status, once exited is closed
+	err    error    // the exit status, once exited is closed
+	out    *os.File // the read end of its output
+	// grace is how long stop waits after SIGINT before SIGKILL.
+	grace time.Duration
 
 	mu   sync.Mutex
 	tail []string // last lines, for error messages
@@ -43,18 +45,25 @@ func startIn(bed *testbed.Bed, nsenter string, argv []string, line func(string))
 	defer nsf.Close()
 	cmd := exec.Command(nsenter, append([]string{"--net=/proc/self/fd/3"}, argv...)...)
 	cmd.ExtraFiles = []*os.File{nsf}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
+	// Its own process group, so that stop reaches every process it forks
+	// (trafgen's workers) and a tool that signals its whole group when it
+	// stops (trafgen does) does not reach the sweep.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		return nil, fmt.Errorf("%s: start: %w", argv[0], err)
 	}
-	p := &proc{cmd: cmd, name: filepath.Base(argv[0]), exited: make(chan struct{})}
+	p := &proc{cmd: cmd, name: filepath.Base(argv[0]), exited: make(chan struct{}), out: pr, grace: 3 * time.Second}
 	go func() {
-		sc := bufio.NewScanner(out)
+		// Until every process holding the pipe is gone, or stop closes it.
+		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			s := strings.TrimSpace(strings.ReplaceAll(sc.Text(), "\r", ""))
 			p.mu.Lock()
@@ -67,7 +76,8 @@ func startIn(bed *testbed.Bed, nsenter string, argv []string, line func(string))
 				line(s)
 			}
 		}
-		io.Copy(io.Discard, out)
+	}()
+	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
@@ -90,16 +100,23 @@ func (p *proc) signal(sig os.Signal) {
 	}
 }
 
-// stop ends the tool with SIGINT (SIGKILL after 3 s) and waits for it and
-// its output. An exit by that signal is no error.
+// stop ends the tool and everything it forked with SIGINT to its process
+// group (SIGKILL after its grace), waits for it, and gives its output a moment
+// to drain. An exit by that signal is no error.
 func (p *proc) stop() error {
-	p.signal(os.Interrupt)
+	pg := -p.cmd.Process.Pid
+	syscall.Kill(pg, syscall.SIGINT)
 	select {
 	case <-p.exited:
-	case <-time.After(3 * time.Second):
-		p.cmd.Process.Kill()
+	case <-time.After(p.grace):
+		syscall.Kill(pg, syscall.SIGKILL)
 		<-p.exited
 	}
+	// A worker that outlives the leader goes too.
+	time.Sleep(100 * time.Millisecond)
+	syscall.Kill(pg, syscall.SIGKILL)
+	time.Sleep(50 * time.Millisecond)
+	p.out.Close()
 	var ee *exec.ExitError
 	if p.err != nil && (!errors.As(p.err, &ee) || ee.ExitCode() > 0) {
 		return fmt.Errorf("%s: %w (%s)", p.name, p.err, p.lastLines())

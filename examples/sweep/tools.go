@@ -41,10 +41,10 @@ func toolNote(column string) string {
 		return "trafgen (netsniff-ng's generator, TX_RING, qdisc bypassed, its default): one process pinned like a packetio worker (cpu(N) in its config, -P N+1), --no-sock-mem and --notouch-irq so it changes nothing on the host, the cell's frame to the sink; " +
 			"counted with the interface's transmit counter (its own summary counts frames put on the ring, not sent)"
 	case colNetsniff:
-		return "netsniff-ng: --silent (captures, prints nothing), --bind-cpu like a packetio worker, --no-sock-mem, --notouch-irq, its default RX_RING; counted with the interface's receive counter over the window " +
-			"(it has no live counters: SIGUSR1 ends it); the droprate in the summary it prints on exit is checked, and a cell where it is over 1 % says so in its note"
+		return "netsniff-ng: --silent (captures, prints nothing), --bind-cpu like a packetio worker, --no-sock-mem, --notouch-irq, a 64 MiB RX_RING (its default sizes the ring from the machine's memory, slow to set up and tear down per cell); it has no live counters (SIGUSR1 ends it, and under a flood it takes seconds to act on SIGINT, so its summary is mostly lost), " +
+			"so its Mpps is the interface's receive counter over the window: an UPPER BOUND (what reached the interface, not what netsniff-ng took); it is therefore not afpacket's reference, tcpdump is (its own count)"
 	case colTcpdump:
-		return "tcpdump -w /dev/null -n, otherwise its defaults (libpcap's TPACKET_V3 ring, 2 MiB buffer), pinned like a packetio worker; counted with its own \"packets captured\", which it prints on SIGUSR1 at both ends of the window"
+		return "tcpdump (afpacket receive's reference): -w /dev/null -n, otherwise its defaults (libpcap's TPACKET_V3 ring, 2 MiB buffer), pinned like a packetio worker; counted with its own \"packets captured\", which it prints on SIGUSR1 at both ends of the window"
 	}
 	return ""
 }
@@ -155,7 +155,7 @@ func (e *env) startTool(ctx context.Context, r *rig, column, loop string) (runni
 			return reading{n: tx, at: monoNow()}, errors.Join(err, p.alive())
 		}
 	case colNetsniff:
-		argv = []string{bin, "--in", r.bed.Name, "--silent", "--bind-cpu", strconv.Itoa(cpu), "--no-sock-mem", "--notouch-irq"}
+		argv = []string{bin, "--in", r.bed.Name, "--silent", "--bind-cpu", strconv.Itoa(cpu), "--no-sock-mem", "--notouch-irq", "--ring-size", "64MiB"}
 		count = func() (reading, error) {
 			rx, _, err := linkStats(r.bed)
 			return reading{n: rx, at: monoNow()}, errors.Join(err, p.alive())
@@ -182,6 +182,11 @@ func (e *env) startTool(ctx context.Context, r *rig, column, loop string) (runni
 	}
 	if p, err = startIn(r.bed, nsenter, argv, line); err != nil {
 		return running{}, err
+	}
+	if column == colNetsniff {
+		// Under a flood it takes seconds to notice SIGINT; its summary is
+		// only a check, not worth a cell's time.
+		p.grace = 700 * time.Millisecond
 	}
 	if column == colTcpdump {
 		if err := pinPid(p.cmd.Process.Pid, cpu); err != nil {

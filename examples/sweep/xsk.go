@@ -156,20 +156,27 @@ func (e *env) startXsk(ctx context.Context, r *rig, x *xskref, column, loop stri
 	}
 	tmpl := make([]byte, spec.Len())
 	frame.Build(tmpl, spec)
-	rd := &xskReadings{first: make(chan struct{})}
-	p, err := startIn(r.bed, x.nsenter, xskArgs(x.bin, column, loop, r.bed.Name, e.workerCPU(0), e.batch, tmpl), rd.line)
+	var rd *xskReadings
+	var p *proc
+	err := retryBusy(func() (err error) {
+		rd = &xskReadings{first: make(chan struct{})}
+		if p, err = startIn(r.bed, x.nsenter, xskArgs(x.bin, column, loop, r.bed.Name, e.workerCPU(0), e.batch, tmpl), rd.line); err != nil {
+			return err
+		}
+		select {
+		case <-rd.first:
+			return nil
+		case <-p.exited:
+			return fmt.Errorf("xskref: %w", errors.Join(p.stop(), p.alive()))
+		case <-time.After(10 * time.Second):
+			return errors.Join(errors.New("xskref: no first reading in 10s"), p.stop())
+		case <-ctx.Done():
+			p.stop()
+			return ctx.Err()
+		}
+	})
 	if err != nil {
 		return running{}, err
-	}
-	select {
-	case <-rd.first:
-	case <-p.exited:
-		return running{}, fmt.Errorf("xskref: %w", errors.Join(p.stop(), p.alive()))
-	case <-time.After(10 * time.Second):
-		return running{}, errors.Join(errors.New("xskref: no first reading in 10s"), p.stop())
-	case <-ctx.Done():
-		p.stop()
-		return running{}, ctx.Err()
 	}
 	run := running{stop: p.stop, count: func() (reading, error) { return rd.get(), p.alive() }}
 	if loop == loopTx {
