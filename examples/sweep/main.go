@@ -141,7 +141,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.BoolVar(&quick, "quick", false, "a quick look: 64-byte frames, 1 pass, 100ms warm-up, 300ms window (flags after it still count)")
 	fs.IntVar(&o.flows, "flows", 64, "UDP flows (source ports) per sender, so fanout and SO_REUSEPORT spread them")
 	fs.IntVar(&o.batch, "batch", 256, "most packets per send or receive call, in every loop and the baseline")
-	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "time each cell runs before it is measured")
+	fs.DurationVar(&o.warmup, "warmup", 200*time.Millisecond, "time each cell runs before it is measured")
 	fs.DurationVar(&o.window, "window", time.Second, "time each cell is measured over")
 	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd columns ("" for none); skipped with a note when not found`)
 	fs.StringVar(&o.feeder, "feeder", feederLive, "what feeds receive and forward: live (frames from inside the peer's kernel, needs BPF) or afpacket (a packet socket on the peer, slower than most receivers)")
@@ -407,17 +407,20 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 }
 
 // overhead is what a cell of column costs beyond its warm-up and window:
-// starting and stopping what it measures (measured on a 2-vCPU VM).
+// starting and stopping what it measures (measured on a 2-vCPU VM with
+// -quick: each cell took warm-up and window plus about this).
 func overhead(column string) time.Duration {
 	switch {
 	case isTestpmd(column):
-		return 1500 * time.Millisecond
-	case column == colDpdkPacket || column == colDpdkXDP:
-		return 600 * time.Millisecond
+		return 900 * time.Millisecond
+	case column == colDpdkXDP: // a child process with its own EAL
+		return 800 * time.Millisecond
 	case isXsk(column), toolOf(column) != "":
-		return 400 * time.Millisecond
+		return 550 * time.Millisecond
+	case column == colDpdkPacket:
+		return 300 * time.Millisecond
 	}
-	return 200 * time.Millisecond
+	return 150 * time.Millisecond
 }
 
 // estimate is how long the sweep of cells will take.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/metrics"
 )
 
@@ -375,4 +376,114 @@ func sumHeader(h []byte) uint16 {
 		s = s>>16 + s&0xffff
 	}
 	return uint16(s)
+}
+
+// TestDefaultBudget: the default run, every column built with -tags dpdk
+// and every tool there, is estimated within the 15 minutes it must take.
+func TestDefaultBudget(t *testing.T) {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	o, err := parseFlags(fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cells []*cell
+	for _, l := range o.loops {
+		for _, size := range o.sizes {
+			for _, c := range allColumns() {
+				if runsLoop(c, l) {
+					cells = append(cells, &cell{loop: l, size: size, column: c, queues: 1})
+				}
+			}
+		}
+	}
+	if len(cells) != 99 {
+		t.Errorf("%d cells, want 99 (33 per size)", len(cells))
+	}
+	if d := estimate(cells, o); d > 15*time.Minute {
+		t.Errorf("default run estimated at %v, more than 15 minutes", d)
+	} else {
+		t.Logf("default run: %d cells × %d passes, about %v", len(cells), o.passes, d.Round(time.Second))
+	}
+}
+
+func TestReference(t *testing.T) {
+	for _, tc := range []struct{ loop, column, want string }{
+		{loopTx, colAfpacket, colTrafgen}, {loopRx, colAfpacket, colTcpdump}, {loopFwd, colAfpacket, ""},
+		{loopRx, colAfxdp, colCxsk}, {loopFwd, colAfxdpBusy, colCxskBusy},
+		{loopTx, colDpdkPacket, colTestpmdPacket}, {loopRx, colDpdkXDP, colTestpmdXDP},
+		{loopTx, colKernel, ""}, {loopTx, colCxsk, ""}, {loopRx, colNetsniff, ""},
+	} {
+		if got := reference(tc.loop, tc.column); got != tc.want {
+			t.Errorf("reference(%s, %s) = %q, want %q", tc.loop, tc.column, got, tc.want)
+		}
+		if r := reference(tc.loop, tc.column); r != "" && (!isReference(r) || !runsLoop(r, tc.loop) || family(r) != tc.column) {
+			t.Errorf("%s's reference %s is not a reference of its family that runs %s", tc.column, r, tc.loop)
+		}
+	}
+}
+
+func TestLengths(t *testing.T) {
+	l := &lengths{want: 60}
+	d := func(n ...uint32) []packetio.Desc {
+		var ds []packetio.Desc
+		for _, x := range n {
+			ds = append(ds, packetio.Desc{Len: x})
+		}
+		return ds
+	}
+	if got := l.check(d(60, 60, 60)); got != 3 {
+		t.Fatalf("check counted %d right", got)
+	}
+	if got := l.check(d(60, 1510)); got != 1 || l.wrong.Load() != 1 {
+		t.Fatalf("check counted %d right, %d wrong", got, l.wrong.Load())
+	}
+	if err := l.verdict(100); err != nil {
+		t.Errorf("1 wrong in 101: %v", err)
+	}
+	if err := l.verdict(50); err == nil || !strings.Contains(err.Error(), "not the size") {
+		t.Errorf("1 wrong in 51: %v", err)
+	}
+}
+
+func TestXskArgs(t *testing.T) {
+	got := strings.Join(xskArgs("/tmp/x/xskref", colCxsk, loopRx, "veth0", 1, 256, nil), " ")
+	if got != "/tmp/x/xskref rx -i veth0 -q 0 -c 1 -p -b 256" {
+		t.Errorf("C xsk rx: %s", got)
+	}
+	got = strings.Join(xskArgs("xskref", colCxskBusy, loopTx, "veth0", 1, 1024, []byte{0xde, 0xad}), " ")
+	if got != "xskref tx -i veth0 -q 0 -c 1 -B 50 -b 64 -f dead" {
+		t.Errorf("C xsk+busypoll tx: %s", got)
+	}
+	if m := xskMode(loopFwd); m != "fwd" {
+		t.Errorf("forward mode %q", m)
+	}
+	r := &xskReadings{first: make(chan struct{})}
+	for _, l := range []string{"xskref: hello", "1 2 3", "x 5", "2000000000 10", "3000000000 25"} {
+		r.line(l)
+	}
+	if got := r.get(); got != (reading{n: 25, at: 3}) {
+		t.Errorf("last reading %+v", got)
+	}
+	select {
+	case <-r.first:
+	default:
+		t.Error("first reading not signalled")
+	}
+}
+
+func TestToolParsing(t *testing.T) {
+	if got := trafgenConfig([]byte{0x02, 0xff}, 1); got != "cpu(1): {0x02,0xff}\n" {
+		t.Errorf("trafgen config %q", got)
+	}
+	if m := tcpdumpCaptured.FindStringSubmatch("tcpdump: 2926070 packets captured, 3050248 packets received by filter, 122067 packets dropped by kernel"); m == nil || m[1] != "2926070" {
+		t.Errorf("tcpdump line: %v", m)
+	}
+	if m := tcpdumpCaptured.FindStringSubmatch("2936414 packets captured"); m == nil || m[1] != "2936414" {
+		t.Errorf("tcpdump summary: %v", m)
+	}
+	for _, c := range []string{colTrafgen, colNetsniff, colTcpdump} {
+		if toolOf(c) == "" || toolNote(c) == "" {
+			t.Errorf("%s: no tool or note", c)
+		}
+	}
 }
