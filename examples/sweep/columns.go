@@ -56,17 +56,6 @@ func backendOf(column string) string {
 	return ""
 }
 
-// columnsOf are the columns of packetio backend b.
-func columnsOf(b string) []string {
-	switch b {
-	case "afxdp":
-		return []string{colAfxdp, colAfxdpBusy}
-	case "dpdk":
-		return []string{colDpdkPacket, colDpdkXDP}
-	}
-	return []string{b}
-}
-
 // isReference reports whether column is a reference tool (not packetio,
 // not the kernel baseline).
 func isReference(column string) bool {
