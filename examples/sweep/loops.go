@@ -447,7 +447,7 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 			return nil
 		})
 	}
-	return running{count: counter(&total), stop: func() error { err := g.wait(); d.Close(); return err }}, nil
+	return running{count: counter(&total), stop: func() error { err := g.wait(); return errors.Join(err, d.Close()) }}, nil
 }
 
 // feedPacketio starts the feeder for a packetio receiver d on r, with the
@@ -470,8 +470,8 @@ func (e *env) feedPacketio(ctx context.Context, r *rig, d packetio.Device, total
 	return running{count: counter(total), offered: fd.sent, stop: func() error {
 		ferr := fd.stop() // the feed first: nothing arrives at a closing device
 		werr := stopWorkers()
-		d.Close()
-		return errors.Join(ferr, werr, restore())
+		cerr := d.Close()
+		return errors.Join(ferr, werr, cerr, restore())
 	}}, nil
 }
 

@@ -1,33 +1,49 @@
 // Command sweep measures every packetio backend built into it through the
 // same three loops, transmit, receive and forward, on veth pairs between
-// throwaway namespaces it makes itself, and writes the result as a
-// Markdown table (stdout), CSV and an SVG bar chart.
+// throwaway namespaces it makes itself, at its defaults and at its best,
+// beside the C and DPDK programs it is held against, and writes the result
+// as a Markdown table (stdout), CSV and an SVG chart.
 //
-// Every cell is the median over -passes of a fixed -window after a -warmup:
-// packets per second (transmit counted at the sender, receive at the
-// receive loop, forward as frames sent back out) and the whole machine's CPU
-// in cores, with its soft-interrupt share. In the same pass it measures a
-// baseline that does not use packetio, plain kernel UDP sockets moving
-// batches with sendmmsg and recvmmsg (forward: a UDP relay), and every cell
-// carries its ratio to that baseline. Where dpdk-testpmd is installed, it
-// adds two testpmd columns on the same veth, over DPDK's net_af_packet and
-// net_af_xdp drivers.
+// Columns: the kernel's own UDP sockets (sendmmsg/recvmmsg; the baseline
+// of every ×kernel ratio); afpacket; afxdp at its defaults and
+// afxdp+busypoll (WithBusyPoll(50, 64), loops that never sleep in Poll);
+// with -tags dpdk, dpdk/af_packet and dpdk/af_xdp (the dpdk backend over
+// DPDK's net_af_packet and net_af_xdp; af_xdp in a child process of its
+// own, since a closed net_af_xdp port keeps its queue bound until the
+// process exits). References, each packetio column's ×ref: C xsk and
+// C xsk+busypoll (xskref/xskref.c, built here with cc against libxdp) for
+// afxdp; testpmd/af_packet and testpmd/af_xdp (dpdk-testpmd on the same
+// vdev) for dpdk; trafgen (transmit) and tcpdump -w /dev/null (receive)
+// for afpacket; netsniff-ng (receive) is shown too. A column whose tool
+// is not installed is skipped with the reason.
+//
+// Every cell is the median over -passes of a fixed -window after a -warmup,
+// the passes interleaved (every cell once per pass): packets per second
+// (transmit counted at the sender, receive at the receive loop, forward as
+// frames sent back out), the same in Gbit/s on the wire (frame with FCS),
+// the whole machine's CPU in cores with its soft-interrupt share, cores per
+// Mpps, and the ratios to the kernel and to the cell's reference, for each
+// frame size of -sizes (64, 512, 1514 by default; the length of every
+// frame a packetio loop takes is checked).
 //
 // Receive and forward are fed from the peer namespace from inside its
 // kernel (internal/trafficgen: BPF_PROG_RUN with live frames, XDP_TX; one
 // generator per queue of the row), which offers several times what any
 // user-space sender on a veth can, so the receiver is what is measured. A
-// veth takes such frames only while its NAPI is on: an afxdp receiver's
-// native XDP program does that; for every other receiver the sweep turns
-// GRO on at the measured end for the cell (ETHTOOL_SGRO) and back off
+// veth takes such frames only while its NAPI is on: a native XDP program
+// (afxdp, the C reference) does that; for every other receiver the sweep
+// turns GRO on at the measured end for the cell (ETHTOOL_SGRO) and back off
 // after. -feeder afpacket feeds from a packet socket instead, without BPF.
 //
 // Workers are pinned, the same way for every column: the loop of queue q
 // on CPU q+1, the feeder's generator i on CPU i (modulo the CPUs there
 // are).
 //
-//	sudo go run ./examples/sweep
-//	sudo go run -tags dpdk ./examples/sweep -queues 1 -passes 5 -out /tmp/perf
+//	sudo go run ./examples/sweep -quick
+//	sudo go run -tags dpdk ./examples/sweep -out /tmp/perf
+//
+// The default run (1 queue, 5 passes, three sizes, every column) prints
+// its estimate first and takes about 14 minutes on a 2-vCPU VM.
 //
 // Output files: with -out DIR, DIR/sweep.md, DIR/sweep.csv and
 // DIR/sweep.svg; -csv and -svg name a file each instead. With none of the
@@ -162,11 +178,15 @@ Receive and forward are fed from inside the peer's kernel (trafficgen:
 BPF_PROG_RUN live frames, XDP_TX, one generator per queue); receivers that
 attach no native XDP program get GRO on at the measured end for the cell,
 so the veth takes those frames. Loop q runs on CPU q+1, generator i on CPU i.
-Each cell: median Mpps over -passes windows, whole-machine cores (user, sys
-and softirq from /proc/stat, the feeder included) with the softirq share,
-and the ratio to a kernel UDP socket baseline (sendmmsg/recvmmsg) measured
-in the same pass. Two testpmd columns (net_af_packet, net_af_xdp) are added
-when dpdk-testpmd is installed.
+Columns (-columns): kernel UDP sockets (the baseline), afpacket, afxdp,
+afxdp+busypoll, dpdk/af_packet and dpdk/af_xdp (-tags dpdk), and the
+references they are held against (×ref): trafgen and tcpdump (afpacket),
+C xsk and C xsk+busypoll (xskref.c, built with cc; afxdp), testpmd/af_packet
+and testpmd/af_xdp (dpdk); netsniff-ng is shown too. Missing tools skip
+their columns with the reason.
+Each cell, per frame size (-sizes): median Mpps over -passes windows, Gbit/s,
+whole-machine cores (user, sys and softirq from /proc/stat, the feeder
+included) with the softirq share, cores per Mpps, ×kernel and ×ref.
 
 Output: the Markdown table on stdout; sweep.md, sweep.csv and sweep.svg in
 -out (default: a new directory under $TMPDIR); -csv and -svg name a file each.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"flag"
@@ -485,5 +486,21 @@ func TestToolParsing(t *testing.T) {
 		if toolOf(c) == "" || toolNote(c) == "" {
 			t.Errorf("%s: no tool or note", c)
 		}
+	}
+}
+
+// TestXskrefWithoutCompiler: no C compiler skips the C columns with the
+// reason, it does not fail them.
+func TestXskrefWithoutCompiler(t *testing.T) {
+	t.Setenv("CC", "no-such-cc-here")
+	x := buildXskref(func(string) {})
+	defer x.close()
+	if x.bin != "" || !strings.Contains(x.skip, "no-such-cc-here not found") {
+		t.Fatalf("built %q, skip %q", x.bin, x.skip)
+	}
+	var e env
+	_, err := e.startXsk(context.Background(), nil, x, colCxsk, loopRx)
+	if !errors.Is(err, errSkip) || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("startXsk: %v", err)
 	}
 }
