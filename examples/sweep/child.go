@@ -121,7 +121,11 @@ func (e *env) startChild(ctx context.Context, r *rig, column, loop string) (runn
 	select {
 	case <-rd.first:
 	case <-p.exited:
-		return running{}, errors.Join(p.stop(), p.alive())
+		err := errors.Join(p.stop(), p.alive())
+		if m := pmdCannot.FindString(p.lastLines()); m != "" {
+			return running{}, fmt.Errorf("%w: %s (a veth reports no combined channels)", errSkip, m)
+		}
+		return running{}, err
 	case <-time.After(20 * time.Second):
 		return running{}, errors.Join(errors.New("no first reading in 20s"), p.stop())
 	case <-ctx.Done():
