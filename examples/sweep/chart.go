@@ -95,7 +95,7 @@ func (t *table) svg(w io.Writer) error {
 	// Legend.
 	y := 40
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="18" height="10" fill="%s"/><text x="%d" y="%d">packetio (solid)</text>`+"\n", svgMargin, y, colours[colAfxdp], svgMargin+22, y+9)
-	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="18" height="10" fill="url(#%s)" stroke="%s"/><text x="%d" y="%d">its reference, C or DPDK or a packet tool (hatched, drawn under it)</text>`+"\n", svgMargin+130, y, hatchID(colAfxdp), colours[colAfxdp], svgMargin+152, y+9)
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="18" height="10" fill="url(#%s)" stroke="%s"/><text x="%d" y="%d">its reference, C or DPDK or a packet tool (hatched, in the bar below it)</text>`+"\n", svgMargin+130, y, hatchID(colAfxdp), colours[colAfxdp], svgMargin+152, y+9)
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black" stroke-dasharray="4,3"/><text x="%d" y="%d">kernel UDP baseline</text>`+"\n", svgMargin+560, y-2, svgMargin+560, y+12, svgMargin+566, y+9)
 	fmt.Fprintf(&b, `<text x="%d" y="%d">★ most Mpps in the panel · labels: Mpps, Gbit/s, cores per Mpps (whole machine) · each panel has its own scale, from zero</text>`+"\n", svgMargin, y+26)
 	for ri, r := range rows {
