@@ -28,6 +28,7 @@ type target struct {
 	dstIP   netip.Addr
 	dstPort uint16
 	spread  bool
+	size    int // frame length without FCS
 }
 
 // Feeders, by -feeder.
@@ -72,15 +73,14 @@ type feeding struct {
 type liveFeeder struct {
 	bed     *testbed.Bed
 	srcMAC  net.HardwareAddr
-	size    int // frame length without FCS
 	flows   int
 	cpus    []int
-	sources map[string]*live.Source // by target (MAC, address, port)
+	sources map[string]*live.Source // by target (MAC, address, port, size)
 	running sync.Mutex              // one feed at a time
 }
 
-func newLiveFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, size, flows int, cpus []int) *liveFeeder {
-	return &liveFeeder{bed: bed, srcMAC: srcMAC, size: size, flows: flows, cpus: cpus, sources: map[string]*live.Source{}}
+func newLiveFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus []int) *liveFeeder {
+	return &liveFeeder{bed: bed, srcMAC: srcMAC, flows: flows, cpus: cpus, sources: map[string]*live.Source{}}
 }
 
 func (f *liveFeeder) describe() string {
@@ -92,11 +92,11 @@ func (f *liveFeeder) needsNAPI() bool { return true }
 
 // source returns the generators for t, loading them the first time.
 func (f *liveFeeder) source(t target) (*live.Source, error) {
-	key := fmt.Sprintf("%s %s %d", t.dstMAC, t.dstIP, t.dstPort)
+	key := fmt.Sprintf("%s %s %d %d", t.dstMAC, t.dstIP, t.dstPort, t.size)
 	if s, ok := f.sources[key]; ok {
 		return s, nil
 	}
-	spec := frame.Spec{SrcMAC: f.srcMAC, DstMAC: t.dstMAC, SrcIP: testbed.AddrB.Addr(), DstIP: t.dstIP, SrcPort: 1024, DstPort: t.dstPort, Size: f.size}
+	spec := frame.Spec{SrcMAC: f.srcMAC, DstMAC: t.dstMAC, SrcIP: testbed.AddrB.Addr(), DstIP: t.dstIP, SrcPort: 1024, DstPort: t.dstPort, Size: t.size}
 	if err := spec.Check(); err != nil {
 		return nil, fmt.Errorf("feeder: %w", err)
 	}
@@ -169,20 +169,19 @@ type afpacketFeeder struct {
 	dev     packetio.Device
 	srcMAC  net.HardwareAddr
 	srcIP   netip.Addr
-	size    int // frame length without FCS
 	flows   int
 	batch   int
 	running sync.Mutex // one feed at a time
 }
 
-func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, size, flows, queues int) (*afpacketFeeder, error) {
+func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows, queues int) (*afpacketFeeder, error) {
 	d, err := bed.OpenPeer(func(name string) (packetio.Device, error) {
 		return backend.Open("afpacket", name, backend.Config{TxQueues: queues})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("feeder: open afpacket on %s: %w", bed.Peer, err)
 	}
-	return &afpacketFeeder{dev: d, srcMAC: srcMAC, srcIP: testbed.AddrB.Addr(), size: size, flows: flows, batch: 256}, nil
+	return &afpacketFeeder{dev: d, srcMAC: srcMAC, srcIP: testbed.AddrB.Addr(), flows: flows, batch: 256}, nil
 }
 
 func (f *afpacketFeeder) describe() string {
@@ -192,7 +191,7 @@ func (f *afpacketFeeder) describe() string {
 func (f *afpacketFeeder) needsNAPI() bool { return false }
 
 func (f *afpacketFeeder) start(ctx context.Context, t target) (*feeding, error) {
-	spec := frame.Spec{SrcMAC: f.srcMAC, DstMAC: t.dstMAC, SrcIP: f.srcIP, DstIP: t.dstIP, SrcPort: 1024, DstPort: t.dstPort, Size: f.size}
+	spec := frame.Spec{SrcMAC: f.srcMAC, DstMAC: t.dstMAC, SrcIP: f.srcIP, DstIP: t.dstIP, SrcPort: 1024, DstPort: t.dstPort, Size: t.size}
 	if err := spec.Check(); err != nil {
 		return nil, fmt.Errorf("feeder: %w", err)
 	}

@@ -172,12 +172,24 @@ func (e *env) startKernel(ctx context.Context, r *rig, loop string) (running, er
 		case loopRx:
 			g.goQueue(ctx, i, cpu, func(ctx context.Context) error {
 				m := newMmsg(e.batch, 2048)
+				want := uint32(e.payload())
+				var right, wrong uint64
 				for ctx.Err() == nil {
 					n, err := recvmmsg(fd, m.hdrs)
 					if err != nil && !transient(err) {
 						return fmt.Errorf("recvmmsg: %w", err)
 					}
-					total.Add(uint64(n))
+					k := 0
+					for j := 0; j < n; j++ {
+						if m.hdrs[j].Len == want {
+							k++
+						}
+					}
+					right, wrong = right+uint64(k), wrong+uint64(n-k)
+					total.Add(uint64(k))
+				}
+				if wrong*100 > right {
+					return fmt.Errorf("%d datagrams of another length than %d bytes against %d of it: not the size this cell measures", wrong, want, right)
 				}
 				return nil
 			})
@@ -226,7 +238,7 @@ func (e *env) startKernel(ctx context.Context, r *rig, loop string) (running, er
 		run.stop()
 		return running{}, err
 	}
-	fd, err := r.feed.start(ctx, target{dstMAC: r.macA, dstIP: testbed.AddrA.Addr(), dstPort: baselinePort})
+	fd, err := r.feed.start(ctx, target{dstMAC: r.macA, dstIP: testbed.AddrA.Addr(), dstPort: baselinePort, size: e.size})
 	if err != nil {
 		run.stop()
 		restore()

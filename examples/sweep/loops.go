@@ -30,11 +30,28 @@ import (
 // not a failure (the backend lacks a capability, a tool is missing).
 var errSkip = errors.New("skipped")
 
+// reading is a running total of packets and when it was taken, in
+// seconds on CLOCK_MONOTONIC (a tool that reports its own counts stamps
+// them itself, so the window is its own and not when its line arrived).
+type reading struct {
+	n  uint64
+	at float64
+}
+
+// monoNow is CLOCK_MONOTONIC in seconds.
+func monoNow() float64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return math.NaN()
+	}
+	return float64(ts.Sec) + float64(ts.Nsec)/1e9
+}
+
 // running is a measured subject in motion: count reads its running total
 // of packets (for testpmd, by asking it), stop ends it and reports the
 // first error it met.
 type running struct {
-	count func() (uint64, error)
+	count func() (reading, error)
 	// offered is the feeder's running total, nil when nothing feeds.
 	offered func() uint64
 	stop    func() error
@@ -72,7 +89,10 @@ func measure(ctx context.Context, r running, warm, window time.Duration) (sample
 	if err != nil {
 		return sample{}, err
 	}
-	s := sampleOf(c1-c0, a, b)
+	s := sampleOf(c1.n-c0.n, a, b)
+	if secs := c1.at - c0.at; secs > 0 && c1.n >= c0.n {
+		s.mpps = float64(c1.n-c0.n) / secs / 1e6
+	}
 	s.offered = math.NaN()
 	if r.offered != nil {
 		s.offered = sampleOf(o1-o0, a, b).mpps
@@ -114,13 +134,16 @@ type rig struct {
 // env is what every cell shares: the rigs, the frames, the placement.
 type env struct {
 	feeder         string // feederLive or feederAfpacket
-	size           int    // frame length without FCS
+	size           int    // the cell's frame length without FCS (runCell sets it)
 	flows, batch   int
 	warmup, window time.Duration
 	cpus           []int // the CPUs this process may use, in order
 	log            io.Writer
 
 	rigs map[int]*rig
+	// vdevs numbers the DPDK af_xdp devices opened, each under a name of
+	// its own (one EAL serves the whole process).
+	vdevs int
 }
 
 // rig returns the pair for rows of q queues, making it (and its feeder)
@@ -152,7 +175,7 @@ func (e *env) rig(q int) (*rig, error) {
 	}
 	switch e.feeder {
 	case feederAfpacket:
-		if r.feed, err = newAfpacketFeeder(bed, r.macB, e.size, e.flows, q); err != nil {
+		if r.feed, err = newAfpacketFeeder(bed, r.macB, e.flows, q); err != nil {
 			return fail(err)
 		}
 	default:
@@ -160,7 +183,7 @@ func (e *env) rig(q int) (*rig, error) {
 		for i := range gens {
 			gens[i] = e.feederCPU(i)
 		}
-		r.feed = newLiveFeeder(bed, r.macB, e.size, e.flows, gens)
+		r.feed = newLiveFeeder(bed, r.macB, e.flows, gens)
 	}
 	if e.rigs == nil {
 		e.rigs = map[int]*rig{}
@@ -267,9 +290,10 @@ func addSink(bed *testbed.Bed) error {
 	return nil
 }
 
-// packetioTarget is what the feeder aims at for receive and forward.
-func (r *rig) packetioTarget() target {
-	return target{dstMAC: r.macA, dstIP: routedFirst, dstPort: discardPort, spread: true}
+// packetioTarget is what the feeder aims at for receive and forward, in
+// frames of size bytes (without FCS).
+func (r *rig) packetioTarget(size int) target {
+	return target{dstMAC: r.macA, dstIP: routedFirst, dstPort: discardPort, spread: true, size: size}
 }
 
 // steering is what a backend that steers takes in the receive and forward
@@ -279,16 +303,31 @@ func steering() packetio.SteeringFilter {
 		packetio.MatchDstPort(packetio.IPProtoUDP, discardPort)...)}
 }
 
-// openBackend opens name on side A of r with txq and rxq queues; workers
-// are placed by the sweep, never by the backend.
-func (e *env) openBackend(r *rig, name string, txq, rxq int) (packetio.Device, error) {
-	c := backend.Config{TxQueues: txq, RxQueues: rxq}
+// openBackend opens column's backend on side A of r with txq and rxq
+// queues; workers are placed by the sweep, never by the backend.
+func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device, error) {
+	name := backendOf(column)
+	c := backend.Config{TxQueues: txq, RxQueues: rxq, BusyPoll: column == colAfxdpBusy}
 	if rxq > 0 {
 		c.Steering = backend.Steering(name, steering())
 	}
-	d, err := r.bed.Open(func(iface string) (packetio.Device, error) { return backend.Open(name, iface, c) })
+	vdev := ""
+	if column == colDpdkXDP {
+		vdev = fmt.Sprintf("net_af_xdp%d,iface=%s,start_queue=0,queue_count=%d", e.vdevs, r.bed.Name, max(txq, rxq, 1))
+		e.vdevs++
+	}
+	var d packetio.Device
+	err := retryBusy(func() (err error) {
+		d, err = r.bed.Open(func(iface string) (packetio.Device, error) {
+			if vdev != "" {
+				iface = vdev
+			}
+			return backend.Open(name, iface, c)
+		})
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("open %s on %s: %w", name, r.bed.Name, err)
+		return nil, fmt.Errorf("open %s on %s: %w", column, r.bed.Name, err)
 	}
 	return d, nil
 }
@@ -308,7 +347,7 @@ func (e *env) takeFeed(r *rig, d packetio.Device) (restore func() error, err err
 	return r.bed.GRO(true)
 }
 
-// startPacketio starts one packetio loop on backend name with q queues.
+// startPacketio starts one packetio loop of column with r's queues.
 func (e *env) startPacketio(ctx context.Context, r *rig, name, loop string) (running, error) {
 	switch loop {
 	case loopTx:
@@ -355,12 +394,16 @@ func (g *group) wait() error {
 }
 
 // counter reads an atomic total as running.count.
-func counter(n *atomic.Uint64) func() (uint64, error) {
-	return func() (uint64, error) { return n.Load(), nil }
+func counter(n *atomic.Uint64) func() (reading, error) {
+	return func() (reading, error) { return reading{n: n.Load(), at: monoNow()}, nil }
 }
 
-func (e *env) startTx(ctx context.Context, r *rig, name string) (running, error) {
-	d, err := e.openBackend(r, name, r.queues, 0)
+func (e *env) startTx(ctx context.Context, r *rig, column string) (running, error) {
+	rxq := 0
+	if column == colDpdkXDP {
+		rxq = r.queues // net_af_xdp sends through the receive queue's socket
+	}
+	d, err := e.openBackend(r, column, r.queues, rxq)
 	if err != nil {
 		return running{}, err
 	}
@@ -404,7 +447,7 @@ func (e *env) startTx(ctx context.Context, r *rig, name string) (running, error)
 			return nil
 		})
 	}
-	return running{count: counter(&total), stop: func() error { err := g.wait(); d.Close(); return err }}, nil
+	return running{count: counter(&total), stop: func() error { err := g.wait(); return errors.Join(err, d.Close()) }}, nil
 }
 
 // feedPacketio starts the feeder for a packetio receiver d on r, with the
@@ -417,7 +460,7 @@ func (e *env) feedPacketio(ctx context.Context, r *rig, d packetio.Device, total
 		d.Close()
 		return running{}, err
 	}
-	fd, err := r.feed.start(ctx, r.packetioTarget())
+	fd, err := r.feed.start(ctx, r.packetioTarget(e.size))
 	if err != nil {
 		stopWorkers()
 		d.Close()
@@ -427,17 +470,61 @@ func (e *env) feedPacketio(ctx context.Context, r *rig, d packetio.Device, total
 	return running{count: counter(total), offered: fd.sent, stop: func() error {
 		ferr := fd.stop() // the feed first: nothing arrives at a closing device
 		werr := stopWorkers()
-		d.Close()
-		return errors.Join(ferr, werr, restore())
+		cerr := d.Close()
+		return errors.Join(ferr, werr, cerr, restore())
 	}}, nil
 }
 
-func (e *env) startRx(ctx context.Context, r *rig, name string) (running, error) {
-	d, err := e.openBackend(r, name, 1, r.queues)
+// pollWait is how long a loop of column waits in Poll: not at all when it
+// busy-polls (the spin is the point), else up to 50 ms, so it notices when
+// to stop.
+func pollWait(column string) time.Duration {
+	if column == colAfxdpBusy {
+		return 0
+	}
+	return 50 * time.Millisecond
+}
+
+// lengths counts the frames the measured loops took that are not want
+// bytes long, so a cell whose frames are not the size it says fails
+// instead of being reported.
+type lengths struct {
+	want  uint32
+	wrong atomic.Uint64
+}
+
+// check counts the descs of the wrong length and returns how many were
+// right.
+func (l *lengths) check(descs []packetio.Desc) int {
+	bad := 0
+	for i := range descs {
+		if descs[i].Len != l.want {
+			bad++
+		}
+	}
+	if bad > 0 {
+		l.wrong.Add(uint64(bad))
+	}
+	return len(descs) - bad
+}
+
+// verdict fails the cell when more than 1 % of what it counted was not of
+// the size it measures.
+func (l *lengths) verdict(right uint64) error {
+	if w := l.wrong.Load(); w > 0 && w*100 > right {
+		return fmt.Errorf("%d frames of another length than %d bytes against %d of it: not the size this cell measures", w, l.want, right)
+	}
+	return nil
+}
+
+func (e *env) startRx(ctx context.Context, r *rig, column string) (running, error) {
+	d, err := e.openBackend(r, column, 1, r.queues)
 	if err != nil {
 		return running{}, err
 	}
 	var total atomic.Uint64
+	ln := &lengths{want: uint32(e.size)}
+	wait := pollWait(column)
 	ctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
 	for i := 0; i < d.NumRxQueues(); i++ {
@@ -445,28 +532,30 @@ func (e *env) startRx(ctx context.Context, r *rig, name string) (running, error)
 		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error {
 			rx.Fill(rx.NumFreeFillSlots())
 			for ctx.Err() == nil {
-				if _, err := rx.Poll(50 * time.Millisecond); err != nil {
+				if _, err := rx.Poll(wait); err != nil {
 					return err
 				}
 				descs := rx.Receive(e.batch)
+				n := ln.check(descs)
 				rx.Recycle(descs)
 				rx.Fill(rx.NumFreeFillSlots())
-				total.Add(uint64(len(descs)))
+				total.Add(uint64(n))
 			}
 			return nil
 		})
 	}
-	return e.feedPacketio(ctx, r, d, &total, g.wait)
+	stop := func() error { return errors.Join(g.wait(), ln.verdict(total.Load())) }
+	return e.feedPacketio(ctx, r, d, &total, stop)
 }
 
-func (e *env) startFwd(ctx context.Context, r *rig, name string) (running, error) {
-	d, err := e.openBackend(r, name, r.queues, r.queues)
+func (e *env) startFwd(ctx context.Context, r *rig, column string) (running, error) {
+	d, err := e.openBackend(r, column, r.queues, r.queues)
 	if err != nil {
 		return running{}, err
 	}
 	if c := d.Capabilities(); !c.HandsBackFrames || !c.SharedRegion {
 		d.Close()
-		return running{}, fmt.Errorf("%w: %s cannot forward in place (HandsBackFrames %v, SharedRegion %v)", errSkip, name, c.HandsBackFrames, c.SharedRegion)
+		return running{}, fmt.Errorf("%w: %s cannot forward in place (HandsBackFrames %v, SharedRegion %v)", errSkip, column, c.HandsBackFrames, c.SharedRegion)
 	}
 	var fib forward.FIB
 	p, h, err := forward.ParseRoute(routedNet.String()+","+sinkMAC.String(), r.macA)
@@ -479,28 +568,33 @@ func (e *env) startFwd(ctx context.Context, r *rig, name string) (running, error
 	}
 	n := min(d.NumRxQueues(), d.NumTxQueues())
 	var total atomic.Uint64
+	ln := &lengths{want: uint32(e.size)}
+	wait := pollWait(column)
 	ctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
 	for i := 0; i < n; i++ {
 		rx, tx := d.RxQueue(i), d.TxQueue(i)
-		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error { return route(ctx, rx, tx, &fib, e.batch, &total) })
+		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error { return route(ctx, rx, tx, &fib, e.batch, wait, ln, &total) })
 	}
-	return e.feedPacketio(ctx, r, d, &total, g.wait)
+	stop := func() error { return errors.Join(g.wait(), ln.verdict(total.Load())) }
+	return e.feedPacketio(ctx, r, d, &total, stop)
 }
 
 // route is the forwarding loop of one queue pair: receive, rewrite in
 // place, Transmit, and take the frames home with Reclaim and Recycle. It
-// counts the frames the transmit ring took.
-func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *forward.FIB, batch int, total *atomic.Uint64) error {
+// counts the frames the transmit ring took; ln counts those not of the
+// measured size.
+func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *forward.FIB, batch int, wait time.Duration, ln *lengths, total *atomic.Uint64) error {
 	rx.Fill(rx.NumFreeFillSlots())
 	keep := make([]packetio.Desc, 0, batch)
 	drop := make([]packetio.Desc, 0, batch)
 	back := make([]packetio.Desc, 0, 4096)
 	for ctx.Err() == nil {
-		if _, err := rx.Poll(50 * time.Millisecond); err != nil {
+		if _, err := rx.Poll(wait); err != nil {
 			return err
 		}
 		descs := rx.Receive(batch)
+		ln.check(descs)
 		keep, drop = keep[:0], drop[:0]
 		for _, desc := range descs {
 			if fib.Forward(rx.Region().Frame(desc), desc.Options&packetio.OptL3ChecksumOK != 0) == forward.Forwarded {
@@ -526,15 +620,56 @@ func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *f
 	return nil
 }
 
-// packetioNote describes a backend's column for the notes under the table.
+// packetioNote describes a backend's columns for the notes under the table.
 func packetioNote(name string) string {
 	switch name {
 	case "afpacket":
 		return "afpacket: TPACKET_V3 receive rings joined in a PACKET_FANOUT_HASH group, transmit rings with PACKET_QDISC_BYPASS; the kernel copies every frame"
 	case "afxdp":
-		return "afxdp: one XDP program in native mode on the veth steering " + steering().String() + " to one AF_XDP socket per queue over one shared UMEM, need-wakeup on, blocking in poll; copy mode (veth has no zero-copy), so the kernel copies every frame into the UMEM in softirq, and transmit builds an skb per frame"
+		return "afxdp: one XDP program in native mode on the veth steering " + steering().String() + " to one AF_XDP socket per queue over one shared UMEM, need-wakeup on; copy mode (veth has no zero-copy), so the kernel copies every frame into the UMEM in softirq, and transmit builds an skb per frame. " +
+			"afxdp (its defaults) blocks in Poll up to 50 ms when its ring is empty; afxdp+busypoll opens with WithBusyPoll(50, 64) (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs, SO_BUSY_POLL_BUDGET 64) and its loops never sleep: Poll(0)"
 	case "dpdk":
-		return "dpdk: the packetio dpdk backend over DPDK's net_af_packet PMD (qpairs = queues) on the same veth; it copies every frame too"
+		return "dpdk: the packetio dpdk backend, in this process, on the same veth over DPDK's drivers: dpdk/af_packet over net_af_packet (qpairs = queues; it copies every frame), dpdk/af_xdp over net_af_xdp (\"net_af_xdpN,iface=IF,start_queue=0,queue_count=Q\" passed to backend.Open as the name; the driver's defaults, so it busy-polls, see testpmd/af_xdp); each is held against testpmd on the same driver"
 	}
 	return strings.TrimSpace(name)
+}
+
+// retryBusy runs open again while it fails because the queue is still
+// bound: the kernel releases an AF_XDP socket (and the queue it bound)
+// only once the XDP program's map that held it is freed, a moment after
+// the previous cell's Close.
+func retryBusy(open func() error) error {
+	var err error
+	for i := 0; i < 10; i++ {
+		if err = open(); err == nil || !isBusy(err) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return err
+}
+
+// isBusy reports whether err says a queue is bound already.
+func isBusy(err error) bool {
+	return errors.Is(err, unix.EBUSY) || strings.Contains(err.Error(), "resource busy")
+}
+
+// clearXDP detaches whatever XDP program a cell left on the measured
+// interface (DPDK's net_af_xdp leaves libxdp's, whose map keeps the
+// queue bound) and says which, so the next cell finds the interface as
+// the sweep made it.
+func clearXDP(r *rig) (string, error) {
+	var left string
+	err := r.bed.In(func() error {
+		l, err := netlink.LinkByName(r.bed.Name)
+		if err != nil {
+			return err
+		}
+		if x := l.Attrs().Xdp; x != nil && x.Attached {
+			left = fmt.Sprintf("XDP program %d", x.ProgId)
+			return netlink.LinkSetXdpFd(l, -1)
+		}
+		return nil
+	})
+	return left, err
 }

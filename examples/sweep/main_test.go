@@ -81,7 +81,7 @@ func checkClean(t *testing.T, before host) {
 }
 
 func tiny(dir string) options {
-	return options{backends: []string{"afpacket", "afxdp"}, loops: loops, queues: []int{1}, passes: 1, size: 64, flows: 8, batch: 64,
+	return options{backends: []string{"afpacket", "afxdp"}, columns: []string{colKernel, colAfpacket, colAfxdp}, loops: loops, queues: []int{1}, passes: 1, sizes: []int{64}, flows: 8, batch: 64,
 		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, out: dir}
 }
 
@@ -113,8 +113,8 @@ func TestSweepSmoke(t *testing.T) {
 
 	table := stdout.String()
 	for _, want := range []string{"## packetio sweep, ", "command: `sweep -test`", "fed from the peer from inside its kernel", "trafficgen",
-		"| loop | queues | column | Mpps |", "| transmit | 1 | kernel | ", "| receive | 1 | afpacket | ", "| forward | 1 | afpacket | ",
-		"| receive | 1 | afxdp | ", "| forward | 1 | afxdp | ", "afxdp: one XDP program in native mode", "testpmd: columns not asked for"} {
+		"| loop | size | queues | column | Mpps | Gbit/s |", "| transmit | 64 | 1 | kernel | ", "| receive | 64 | 1 | afpacket | ", "| forward | 64 | 1 | afpacket | ",
+		"| receive | 64 | 1 | afxdp | ", "| forward | 64 | 1 | afxdp | ", "afxdp: one XDP program in native mode", "testpmd: columns not asked for"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -130,10 +130,10 @@ func TestSweepSmoke(t *testing.T) {
 	}
 	for _, l := range rs {
 		f := strings.Split(l, "|")
-		if len(f) < 9 || strings.TrimSpace(f[4]) == "—" || strings.TrimSpace(f[5]) == "—" {
-			t.Errorf("row without a number or ratio: %s", l)
+		if len(f) < 14 || strings.TrimSpace(f[5]) == "—" || strings.TrimSpace(f[7]) == "—" || strings.TrimSpace(f[11]) == "—" {
+			t.Errorf("row without a number, ratio or cores/Mpps: %s", l)
 		}
-		if !strings.HasPrefix(l, "| transmit") && strings.TrimSpace(f[7]) == "—" {
+		if !strings.HasPrefix(l, "| transmit") && strings.TrimSpace(f[12]) == "—" {
 			t.Errorf("row without an offered rate: %s", l)
 		}
 	}
@@ -153,8 +153,8 @@ func TestSweepSmoke(t *testing.T) {
 		t.Fatalf("%d CSV lines, want 10: %q", len(recs), recs)
 	}
 	for _, r := range recs[1:] {
-		if r[5] == "" || r[6] == "" || r[7] == "" {
-			t.Errorf("CSV row without mpps, ratio or cores: %q", r)
+		if r[5] == "" || r[6] == "" || r[7] == "" || r[10] == "" || r[12] == "" {
+			t.Errorf("CSV row without mpps, Gbit/s, ratio, cores or cores/Mpps: %q", r)
 		}
 	}
 	svg, err := os.ReadFile(filepath.Join(dir, "sweep.svg"))
@@ -209,7 +209,7 @@ func TestSweepTestpmdColumns(t *testing.T) {
 	}
 	before := hostNow(t)
 	o := tiny(t.TempDir())
-	o.loops, o.queues, o.testpmd, o.backends = []string{loopTx, loopRx}, []int{1, 2}, "dpdk-testpmd", nil
+	o.loops, o.queues, o.testpmd, o.backends, o.columns = []string{loopTx, loopRx}, []int{1, 2}, "dpdk-testpmd", nil, []string{colTestpmdPacket, colTestpmdXDP}
 	var stdout, stderr bytes.Buffer
 	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
 	t.Logf("stderr:\n%s", stderr.String())
@@ -218,14 +218,67 @@ func TestSweepTestpmdColumns(t *testing.T) {
 	}
 	checkClean(t, before)
 	out := stdout.String()
-	for _, want := range []string{"| transmit | 1 | testpmd/af_packet | ", "| receive | 1 | testpmd/af_packet | ", "| transmit | 1 | testpmd/af_xdp | ",
-		"| receive | 1 | testpmd/af_xdp | ", "| receive | 2 | testpmd/af_packet | "} {
+	for _, want := range []string{"| transmit | 64 | 1 | testpmd/af_packet | ", "| receive | 64 | 1 | testpmd/af_packet | ", "| transmit | 64 | 1 | testpmd/af_xdp | ",
+		"| receive | 64 | 1 | testpmd/af_xdp | ", "| receive | 64 | 2 | testpmd/af_packet | "} {
 		i := strings.Index(out, want)
 		if i < 0 || strings.HasPrefix(out[i+len(want):], "—") {
 			t.Errorf("no testpmd number for %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(out, "| receive | 2 | testpmd/af_xdp | — | — | — | — | skipped: ") {
+	if !strings.Contains(out, "| receive | 64 | 2 | testpmd/af_xdp | — | — | — | (reference) | — | — | — | — | skipped: ") {
 		t.Errorf("testpmd/af_xdp on two queues not skipped:\n%s", out)
+	}
+}
+
+// TestMain lets the test binary run a cell as the sweep's child process
+// (dpdk/af_xdp), as the sweep binary does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		os.Exit(childMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestSweepReferenceColumns: the busy-polling afxdp column and its C twin,
+// trafgen, tcpdump and netsniff-ng, at 1514 bytes: every cell measured,
+// afxdp+busypoll held against C xsk+busypoll and afpacket against trafgen
+// and tcpdump, and the host left clean (no tool left running).
+func TestSweepReferenceColumns(t *testing.T) {
+	testenv.NeedBPF(t)
+	for _, tool := range []string{"cc", "trafgen", "netsniff-ng", "tcpdump", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.CannotRun(t, tool+" is not installed")
+			return
+		}
+	}
+	before := hostNow(t)
+	o := tiny(t.TempDir())
+	o.loops, o.sizes = []string{loopTx, loopRx}, []int{1514}
+	o.columns = []string{colKernel, colAfpacket, colTrafgen, colTcpdump, colNetsniff, colAfxdpBusy, colCxskBusy}
+	o.window = 300 * time.Millisecond
+	var stdout, stderr bytes.Buffer
+	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
+	t.Logf("stderr:\n%s", stderr.String())
+	if code != exitOK {
+		t.Fatalf("exit code %d\n%s", code, stdout.String())
+	}
+	checkClean(t, before)
+	out := stdout.String()
+	if n := len(rows(out)); n != 11 {
+		t.Errorf("%d rows, want 11:\n%s", n, out)
+	}
+	for _, want := range []string{"| transmit | 1514 | 1 | afpacket | ", "| transmit | 1514 | 1 | trafgen | ", "| receive | 1514 | 1 | tcpdump | ",
+		"| receive | 1514 | 1 | netsniff-ng | ", "| receive | 1514 | 1 | afxdp+busypoll | ", "| receive | 1514 | 1 | C xsk+busypoll | ", "| transmit | 1514 | 1 | C xsk+busypoll | "} {
+		i := strings.Index(out, want)
+		if i < 0 || strings.HasPrefix(out[i+len(want):], "—") {
+			t.Errorf("no number for %q:\n%s", want, out)
+		}
+	}
+	for _, l := range rows(out) {
+		f := strings.Split(l, "|")
+		col, ref, xref := strings.TrimSpace(f[4]), strings.TrimSpace(f[8]), strings.TrimSpace(f[9])
+		if want := reference(strings.TrimSpace(f[1]), col); want != "" && (ref != want || xref == "—") {
+			t.Errorf("%s: ref %q ×%s, want a ratio to %s", col, ref, xref, want)
+		}
 	}
 }

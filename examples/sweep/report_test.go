@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/metrics"
 )
 
@@ -82,18 +84,23 @@ func fixture() *table {
 	nan := math.NaN()
 	t := &table{header: header{
 		date: "2026-11-30 12:00 UTC", cpu: "Test CPU", kernel: "6.18.0", command: "sweep -passes 3",
-		cpus: 2, size: 64, passes: 3, warmup: "500ms", window: "2s", feeder: "fed by a test feeder",
+		cpus: 2, passes: 3, warmup: "500ms", window: "2s", feeder: "fed by a test feeder",
 		notes: []string{"a note"},
 	}}
 	t.cells = []*cell{
-		{loop: loopFwd, column: "afpacket", queues: 1, passes: []sample{{0.8, 1.5, 0.7, 0.9}, {0.9, 1.6, 0.8, 0.9}, {0.7, 1.4, 0.6, 0.9}}},
-		{loop: loopTx, column: colTestpmdPacket, queues: 1, passes: []sample{{0.9, 1, 0.5, nan}}},
-		{loop: loopTx, column: colTestpmdXDP, queues: 1, passes: []sample{{0.95, 1, 0.5, nan}}},
-		{loop: loopTx, column: "afpacket", queues: 1, passes: []sample{{1.2, 1, 0.6, nan}, {1.0, 1.2, 0.7, nan}, {1.1, 1.1, 0.65, nan}}},
-		{loop: loopTx, column: colKernel, queues: 1, passes: []sample{{0.5, 1, 0.5, nan}, {0.55, 1, 0.5, nan}, {0.45, 1, 0.5, nan}}},
-		{loop: loopFwd, column: colKernel, queues: 1, note: "failed: boom", failed: true},
-		{loop: loopRx, column: "afpacket", queues: 2, note: "skipped: cannot"},
-		{loop: loopRx, column: colKernel, queues: 2, passes: []sample{{0.4, 1.2, 0.5, 0.8}}},
+		{loop: loopFwd, size: 64, column: "afpacket", queues: 1, passes: []sample{{0.8, 1.5, 0.7, 0.9}, {0.9, 1.6, 0.8, 0.9}, {0.7, 1.4, 0.6, 0.9}}},
+		{loop: loopTx, size: 64, column: colTestpmdPacket, queues: 1, passes: []sample{{0.9, 1, 0.5, nan}}},
+		{loop: loopTx, size: 64, column: colTestpmdXDP, queues: 1, passes: []sample{{0.95, 1, 0.5, nan}}},
+		{loop: loopTx, size: 64, column: "afpacket", queues: 1, passes: []sample{{1.2, 1, 0.6, nan}, {1.0, 1.2, 0.7, nan}, {1.1, 1.1, 0.65, nan}}},
+		{loop: loopTx, size: 64, column: colKernel, queues: 1, passes: []sample{{0.5, 1, 0.5, nan}, {0.55, 1, 0.5, nan}, {0.45, 1, 0.5, nan}}},
+		{loop: loopFwd, size: 64, column: colKernel, queues: 1, note: "failed: boom", failed: true},
+		{loop: loopRx, size: 64, column: "afpacket", queues: 2, note: "skipped: cannot"},
+		{loop: loopRx, size: 64, column: colKernel, queues: 2, passes: []sample{{0.4, 1.2, 0.5, 0.8}}},
+		{loop: loopTx, size: 64, column: colTrafgen, queues: 1, passes: []sample{{2.2, 1, 0.3, nan}}},
+		{loop: loopTx, size: 64, column: colDpdkPacket, queues: 1, passes: []sample{{0.855, 1, 0.5, nan}}},
+		{loop: loopTx, size: 1514, column: colKernel, queues: 1, passes: []sample{{0.4, 1, 0.5, nan}}},
+		{loop: loopTx, size: 1514, column: colAfxdp, queues: 1, passes: []sample{{0.5, 0.8, 0.4, nan}}},
+		{loop: loopTx, size: 1514, column: colCxsk, queues: 1, note: "skipped: cc not found"},
 	}
 	t.order()
 	return t
@@ -104,7 +111,8 @@ func TestOrder(t *testing.T) {
 	for _, c := range fixture().cells {
 		got = append(got, c.loop+"/"+c.column)
 	}
-	want := "transmit/kernel transmit/afpacket transmit/testpmd/af_packet transmit/testpmd/af_xdp receive/kernel receive/afpacket forward/kernel forward/afpacket"
+	want := "transmit/kernel transmit/afpacket transmit/trafgen transmit/dpdk/af_packet transmit/testpmd/af_packet transmit/testpmd/af_xdp " +
+		"transmit/kernel transmit/afxdp transmit/C xsk receive/kernel receive/afpacket forward/kernel forward/afpacket"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("order %q\nwant  %q", strings.Join(got, " "), want)
 	}
@@ -122,14 +130,32 @@ func TestSummaries(t *testing.T) {
 		}
 	}
 	nan := math.NaN()
-	check(0, 0.5, 1, 1)     // the baseline against itself
-	check(1, 1.1, 2.2, 1.1) // medians of each measure
-	check(2, 0.9, 1.8, 1)   // one pass
-	check(3, 0.95, 1.9, 1)  // the other testpmd column
-	check(5, nan, nan, nan) // skipped
-	check(7, 0.8, nan, 1.5) // its baseline failed: no ratio
-	if !math.IsNaN(sums[1].offered) || sums[7].offered != 0.9 {
-		t.Errorf("offered %v, %v", sums[1].offered, sums[7].offered)
+	check(0, 0.5, 1, 1)      // the baseline against itself
+	check(1, 1.1, 2.2, 1.1)  // medians of each measure
+	check(4, 0.9, 1.8, 1)    // one pass
+	check(5, 0.95, 1.9, 1)   // the other testpmd column
+	check(7, 0.5, 1.25, 0.8) // another size has its own baseline
+	check(10, nan, nan, nan) // skipped
+	check(12, 0.8, nan, 1.5) // its baseline failed: no ratio
+	if !math.IsNaN(sums[4].offered) || sums[12].offered != 0.9 {
+		t.Errorf("offered %v, %v", sums[4].offered, sums[12].offered)
+	}
+	// ×ref: afpacket against trafgen, dpdk against testpmd on its driver;
+	// none where the reference has no number or there is no reference.
+	for _, tc := range []struct {
+		i    int
+		ref  string
+		want float64
+	}{{1, colTrafgen, 0.5}, {3, colTestpmdPacket, 0.95}, {7, colCxsk, nan}, {0, "", nan}, {2, "", nan}} {
+		if s := sums[tc.i]; s.ref != tc.ref || !(math.Abs(s.refRatio-tc.want) < 1e-9 || math.IsNaN(s.refRatio) && math.IsNaN(tc.want)) {
+			t.Errorf("%s: ref %q ×%v, want %q ×%v", tb.cells[tc.i].column, s.ref, s.refRatio, tc.ref, tc.want)
+		}
+	}
+	if g := sums[7].gbps; math.Abs(g-0.5*1514*8/1000) > 1e-9 {
+		t.Errorf("Gbit/s %v", g)
+	}
+	if p := sums[1].perMpps; math.Abs(p-1) > 1e-9 {
+		t.Errorf("cores/Mpps %v", p)
 	}
 }
 
@@ -156,8 +182,10 @@ func TestMarkdownGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "table.md", b.Bytes())
-	for _, want := range []string{"| transmit | 1 | afpacket | 1.100 | 2.20 | 1.10 (0.65) | — | 1.200 1.000 1.100 |",
-		"| forward | 1 | kernel | — | — | — | — | failed: boom |", "fed by a test feeder", "`sweep -passes 3`", "Test CPU, 2 CPUs, Linux 6.18.0"} {
+	for _, want := range []string{"| transmit | 64 | 1 | afpacket | 1.100 | 0.56 | 2.20 | trafgen | 0.50 | 1.10 (0.65) | 1.00 | — | 1.200 1.000 1.100 |",
+		"| transmit | 64 | 1 | dpdk/af_packet | 0.855 | 0.44 | 1.71 | testpmd/af_packet | 0.95 |", "| transmit | 64 | 1 | trafgen | 2.200 | 1.13 | 4.40 | (reference) | — |",
+		"| transmit | 1514 | 1 | afxdp | 0.500 | 6.06 | 1.25 | C xsk | — | 0.80 (0.40) | 1.60 |", "| transmit | 1514 | 1 | C xsk | — | — | — | (reference) | — | — | — | — | skipped: cc not found |",
+		"| forward | 64 | 1 | kernel | — | — | — | — | — | — | — | — | failed: boom |", "fed by a test feeder", "`sweep -passes 3`", "Test CPU, 2 CPUs, Linux 6.18.0"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -173,7 +201,7 @@ func TestCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 9 || strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
+	if len(recs) != 14 || strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
 		t.Fatalf("csv %q", recs)
 	}
 	for _, r := range recs {
@@ -181,13 +209,13 @@ func TestCSV(t *testing.T) {
 			t.Fatalf("row %q has %d fields", r, len(r))
 		}
 	}
-	if got := strings.Join(recs[2], ","); got != "transmit,1,afpacket,64,3,1.1000,2.200,1.100,0.650,,1.2000;1.0000;1.1000," {
+	if got := strings.Join(recs[2], ","); got != "transmit,64,1,afpacket,3,1.1000,0.563,2.200,trafgen,0.500,1.100,0.650,1.000,,1.2000;1.0000;1.1000," {
 		t.Errorf("afpacket row %q", got)
 	}
-	if got := strings.Join(recs[4], ","); got != "transmit,1,testpmd/af_xdp,64,1,0.9500,1.900,1.000,0.500,,0.9500," {
+	if got := strings.Join(recs[6], ","); got != "transmit,64,1,testpmd/af_xdp,1,0.9500,0.486,1.900,,,1.000,0.500,1.053,,0.9500," {
 		t.Errorf("testpmd/af_xdp row %q", got)
 	}
-	if got := strings.Join(recs[7], ","); got != "forward,1,kernel,64,0,,,,,,,failed: boom" {
+	if got := strings.Join(recs[12], ","); got != "forward,64,1,kernel,0,,,,,,,,,,,failed: boom" {
 		t.Errorf("failed row %q", got)
 	}
 }
@@ -203,10 +231,12 @@ func TestSVGGolden(t *testing.T) {
 		t.Fatal("not one svg element")
 	}
 	// One bar per measured cell, with its title.
-	if n := strings.Count(s, "</title></rect>"); n != 6 {
-		t.Errorf("%d bars, want 6", n)
+	if n := strings.Count(s, "</title></rect>"); n != 10 {
+		t.Errorf("%d bars, want 10", n)
 	}
-	for _, want := range []string{"transmit, 1q", "forward, 1q", ">2.20<", "afpacket transmit 1q: 1.100 Mpps"} {
+	for _, want := range []string{"transmit, 64-byte frames", "transmit, 1514-byte frames", "receive, 64-byte frames, 2 queues", "forward, 64-byte frames",
+		"afpacket transmit 64 bytes 1q: 1.100 Mpps, 0.56 Gbit/s", `fill="url(#hatch-afpacket)" stroke="#1f77b4"><title>trafgen`, "★ 2.200 Mpps", "— skipped", "— failed",
+		`stroke-dasharray="4,3"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("chart lacks %q", want)
 		}
@@ -231,7 +261,7 @@ func TestWrap(t *testing.T) {
 }
 
 func TestNiceCeil(t *testing.T) {
-	for _, tc := range []struct{ in, want float64 }{{0, 1}, {0.7, 1}, {1.1, 2}, {3, 5}, {12, 20}, {50, 50}} {
+	for _, tc := range []struct{ in, want float64 }{{0, 1}, {0.7, 0.8}, {1.1, 1.5}, {3, 3}, {3.1, 4}, {12, 15}, {50, 50}, {81, 100}} {
 		if got := niceCeil(tc.in); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("niceCeil(%v) = %v, want %v", tc.in, got, tc.want)
 		}
@@ -248,7 +278,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.queues) != 2 || o.passes != 3 || o.size != 64 || len(o.loops) != 3 || o.testpmd != "dpdk-testpmd" || o.feeder != feederLive {
+	if len(o.queues) != 1 || o.passes != 5 || !slices.Equal(o.sizes, []int{64, 512, 1514}) || len(o.loops) != 3 || o.testpmd != "dpdk-testpmd" || o.feeder != feederLive {
 		t.Fatalf("defaults %+v", o)
 	}
 	if !slices.Contains(o.backends, "afxdp") || !slices.Contains(o.backends, "afpacket") {
@@ -257,7 +287,7 @@ func TestParseFlags(t *testing.T) {
 	if o, err := parse("-feeder", "afpacket"); err != nil || o.feeder != feederAfpacket {
 		t.Fatalf("-feeder afpacket: %+v, %v", o, err)
 	}
-	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-size", "60"}, {"-loops", "nope"},
+	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-columns", "nope"}, {"-loops", "nope"},
 		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
@@ -347,4 +377,130 @@ func sumHeader(h []byte) uint16 {
 		s = s>>16 + s&0xffff
 	}
 	return uint16(s)
+}
+
+// TestDefaultBudget: the default run, every column built with -tags dpdk
+// and every tool there, is estimated within the 15 minutes it must take.
+func TestDefaultBudget(t *testing.T) {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	o, err := parseFlags(fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cells []*cell
+	for _, l := range o.loops {
+		for _, size := range o.sizes {
+			for _, c := range allColumns() {
+				if runsLoop(c, l) {
+					cells = append(cells, &cell{loop: l, size: size, column: c, queues: 1})
+				}
+			}
+		}
+	}
+	if len(cells) != 99 {
+		t.Errorf("%d cells, want 99 (33 per size)", len(cells))
+	}
+	if d := estimate(cells, o); d > 15*time.Minute {
+		t.Errorf("default run estimated at %v, more than 15 minutes", d)
+	} else {
+		t.Logf("default run: %d cells × %d passes, about %v", len(cells), o.passes, d.Round(time.Second))
+	}
+}
+
+func TestReference(t *testing.T) {
+	for _, tc := range []struct{ loop, column, want string }{
+		{loopTx, colAfpacket, colTrafgen}, {loopRx, colAfpacket, colTcpdump}, {loopFwd, colAfpacket, ""},
+		{loopRx, colAfxdp, colCxsk}, {loopFwd, colAfxdpBusy, colCxskBusy},
+		{loopTx, colDpdkPacket, colTestpmdPacket}, {loopRx, colDpdkXDP, colTestpmdXDP},
+		{loopTx, colKernel, ""}, {loopTx, colCxsk, ""}, {loopRx, colNetsniff, ""},
+	} {
+		if got := reference(tc.loop, tc.column); got != tc.want {
+			t.Errorf("reference(%s, %s) = %q, want %q", tc.loop, tc.column, got, tc.want)
+		}
+		if r := reference(tc.loop, tc.column); r != "" && (!isReference(r) || !runsLoop(r, tc.loop) || family(r) != tc.column) {
+			t.Errorf("%s's reference %s is not a reference of its family that runs %s", tc.column, r, tc.loop)
+		}
+	}
+}
+
+func TestLengths(t *testing.T) {
+	l := &lengths{want: 60}
+	d := func(n ...uint32) []packetio.Desc {
+		var ds []packetio.Desc
+		for _, x := range n {
+			ds = append(ds, packetio.Desc{Len: x})
+		}
+		return ds
+	}
+	if got := l.check(d(60, 60, 60)); got != 3 {
+		t.Fatalf("check counted %d right", got)
+	}
+	if got := l.check(d(60, 1510)); got != 1 || l.wrong.Load() != 1 {
+		t.Fatalf("check counted %d right, %d wrong", got, l.wrong.Load())
+	}
+	if err := l.verdict(100); err != nil {
+		t.Errorf("1 wrong in 101: %v", err)
+	}
+	if err := l.verdict(50); err == nil || !strings.Contains(err.Error(), "not the size") {
+		t.Errorf("1 wrong in 51: %v", err)
+	}
+}
+
+func TestXskArgs(t *testing.T) {
+	got := strings.Join(xskArgs("/tmp/x/xskref", colCxsk, loopRx, "veth0", 1, 256, nil), " ")
+	if got != "/tmp/x/xskref rx -i veth0 -q 0 -c 1 -p -b 256" {
+		t.Errorf("C xsk rx: %s", got)
+	}
+	got = strings.Join(xskArgs("xskref", colCxskBusy, loopTx, "veth0", 1, 1024, []byte{0xde, 0xad}), " ")
+	if got != "xskref tx -i veth0 -q 0 -c 1 -B 50 -b 64 -f dead" {
+		t.Errorf("C xsk+busypoll tx: %s", got)
+	}
+	if m := xskMode(loopFwd); m != "fwd" {
+		t.Errorf("forward mode %q", m)
+	}
+	r := &xskReadings{first: make(chan struct{})}
+	for _, l := range []string{"xskref: hello", "1 2 3", "x 5", "2000000000 10", "3000000000 25"} {
+		r.line(l)
+	}
+	if got := r.get(); got != (reading{n: 25, at: 3}) {
+		t.Errorf("last reading %+v", got)
+	}
+	select {
+	case <-r.first:
+	default:
+		t.Error("first reading not signalled")
+	}
+}
+
+func TestToolParsing(t *testing.T) {
+	if got := trafgenConfig([]byte{0x02, 0xff}, 1); got != "cpu(1): {0x02,0xff}\n" {
+		t.Errorf("trafgen config %q", got)
+	}
+	if m := tcpdumpCaptured.FindStringSubmatch("tcpdump: 2926070 packets captured, 3050248 packets received by filter, 122067 packets dropped by kernel"); m == nil || m[1] != "2926070" {
+		t.Errorf("tcpdump line: %v", m)
+	}
+	if m := tcpdumpCaptured.FindStringSubmatch("2936414 packets captured"); m == nil || m[1] != "2936414" {
+		t.Errorf("tcpdump summary: %v", m)
+	}
+	for _, c := range []string{colTrafgen, colNetsniff, colTcpdump} {
+		if toolOf(c) == "" || toolNote(c) == "" {
+			t.Errorf("%s: no tool or note", c)
+		}
+	}
+}
+
+// TestXskrefWithoutCompiler: no C compiler skips the C columns with the
+// reason, it does not fail them.
+func TestXskrefWithoutCompiler(t *testing.T) {
+	t.Setenv("CC", "no-such-cc-here")
+	x := buildXskref(func(string) {})
+	defer x.close()
+	if x.bin != "" || !strings.Contains(x.skip, "no-such-cc-here not found") {
+		t.Fatalf("built %q, skip %q", x.bin, x.skip)
+	}
+	var e env
+	_, err := e.startXsk(context.Background(), nil, x, colCxsk, loopRx)
+	if !errors.Is(err, errSkip) || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("startXsk: %v", err)
+	}
 }

@@ -22,16 +22,6 @@ import (
 	"github.com/packetio/packetio/examples/internal/testbed"
 )
 
-// The columns of DPDK's own test program, one per DPDK driver over the
-// kernel interface.
-const (
-	colTestpmdPacket = "testpmd/af_packet"
-	colTestpmdXDP    = "testpmd/af_xdp"
-)
-
-// isTestpmd reports whether column is a testpmd column.
-func isTestpmd(column string) bool { return column == colTestpmdPacket || column == colTestpmdXDP }
-
 // dpdkRunDir is where the EAL keeps its runtime folders.
 const dpdkRunDir = "/var/run/dpdk"
 
@@ -345,12 +335,13 @@ func (e *env) startTestpmd(ctx context.Context, r *rig, tools testpmdTools, colu
 	rx := loop == loopRx
 	run := running{
 		stop: t.stop,
-		count: func() (uint64, error) {
+		count: func() (reading, error) {
 			s, err := t.query(ctx, 3*time.Second)
+			at := monoNow()
 			if rx {
-				return s.rx, err
+				return reading{n: s.rx, at: at}, err
 			}
-			return s.tx, err
+			return reading{n: s.tx, at: at}, err
 		},
 	}
 	if loop == loopTx {
@@ -361,7 +352,7 @@ func (e *env) startTestpmd(ctx context.Context, r *rig, tools testpmdTools, colu
 		t.stop()
 		return running{}, err
 	}
-	fd, err := r.feed.start(ctx, r.packetioTarget())
+	fd, err := r.feed.start(ctx, r.packetioTarget(e.size))
 	if err != nil {
 		t.stop()
 		restore()
