@@ -448,7 +448,7 @@ func TestLengths(t *testing.T) {
 
 func TestXskArgs(t *testing.T) {
 	got := strings.Join(xskArgs("/tmp/x/xskref", colCxsk, loopRx, "veth0", 1, 256, nil), " ")
-	if got != "/tmp/x/xskref rx -i veth0 -q 0 -c 1 -p -b 256" {
+	if got != "/tmp/x/xskref rx -i veth0 -q 0 -c 1 -b 256" {
 		t.Errorf("C xsk rx: %s", got)
 	}
 	got = strings.Join(xskArgs("xskref", colCxskBusy, loopTx, "veth0", 1, 1024, []byte{0xde, 0xad}), " ")

@@ -90,7 +90,9 @@ func xskMode(loop string) string {
 }
 
 // xskArgs is xskref's command line for one cell: the default column
-// blocks in poll(2) when its ring is empty (-p, as packetio's loops do);
+// loops as the kernel's xdpsock sample does by default, spinning on its
+// rings and making a system call only when need-wakeup asks (the harder
+// reference: packetio's loops spin briefly and then sleep in poll(2));
 // the busy-poll column spins with SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs
 // and a budget of 64 (-B 50 -b 64), as afxdp+busypoll does.
 func xskArgs(bin, column, loop, iface string, cpu, batch int, tmpl []byte) []string {
@@ -98,7 +100,7 @@ func xskArgs(bin, column, loop, iface string, cpu, batch int, tmpl []byte) []str
 	if column == colCxskBusy {
 		args = append(args, "-B", "50", "-b", "64")
 	} else {
-		args = append(args, "-p", "-b", strconv.Itoa(min(batch, 512)))
+		args = append(args, "-b", strconv.Itoa(min(batch, 512)))
 	}
 	if loop == loopTx {
 		args = append(args, "-f", hex.EncodeToString(tmpl))
