@@ -13,8 +13,10 @@ import (
 
 // Defaults.
 const (
-	// DefaultFrames is the number of frames per queue without WithFrames.
-	DefaultFrames = 8192
+	// DefaultFrames is the number of frames per queue without WithFrames:
+	// half receive, half transmit (xdp.DefaultNumFrames, which says why
+	// not more).
+	DefaultFrames = 4096
 	// DefaultFrameSize is the frame size without WithFrameSize.
 	DefaultFrameSize = 2048
 )

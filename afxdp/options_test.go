@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 		{"nil option", []Option{nil}, "option 2 is nil"},
 		{"queues -1", []Option{WithQueues(-1)}, "WithQueues(-1): want 1 to 256, or 0 for every queue"},
 		{"queues 257", []Option{WithQueues(257)}, "WithQueues(257): "},
-		{"frames -1", []Option{WithFrames(-1)}, "WithFrames(-1): want 2 to 1048576 (half receive, half transmit), or 0 for 8192"},
+		{"frames -1", []Option{WithFrames(-1)}, "WithFrames(-1): want 2 to 1048576 (half receive, half transmit), or 0 for 4096"},
 		{"frames 1", []Option{WithFrames(1)}, "WithFrames(1): "},
 		{"frames too many", []Option{WithFrames(1<<20 + 1)}, "WithFrames(1048577): "},
 		{"frame size -1", []Option{WithFrameSize(-1)}, "WithFrameSize(-1): want a power of two from 2048 to 65536, or 0 for 2048"},

@@ -62,7 +62,7 @@ type Info struct {
 	Tried []string
 }
 
-// String is one line: "veth0: 2/2 queues, copy, native XDP, 8192x2048B
+// String is one line: "veth0: 2/2 queues, copy, native XDP, 4096x2048B
 // frames, filter udp/9, ...".
 func (i Info) String() string {
 	zc := "copy"

@@ -27,7 +27,7 @@ func TestValidate(t *testing.T) {
 		{"largest", []Option{WithQueues(MaxQueues), WithNumFrames(1 << 20), WithFrameSize(65536), WithBusyPoll(1000, 65535), WithHostTuning(Tuning{CPUs: []int{0, 1023}})}, ""},
 		{"queues -1", []Option{WithQueues(-1)}, "WithQueues(-1): want 1 to 256, or 0 for every queue"},
 		{"queues 257", []Option{WithQueues(257)}, "WithQueues(257): "},
-		{"frames -1", []Option{WithNumFrames(-1)}, "WithNumFrames(-1): want 1 to 1048576, or 0 for 8192"},
+		{"frames -1", []Option{WithNumFrames(-1)}, "WithNumFrames(-1): want 1 to 1048576, or 0 for 4096"},
 		{"frames too many", []Option{WithNumFrames(1<<20 + 1)}, "WithNumFrames(1048577): "},
 		{"frame size -1", []Option{WithFrameSize(-1)}, "WithFrameSize(-1): frame size is not a power of two from 2048 to 65536 (or 0 for 2048)"},
 		{"frame size 3000", []Option{WithFrameSize(3000)}, "WithFrameSize(3000): "},

@@ -244,7 +244,8 @@ func TestVethTransmit(t *testing.T) {
 		for _, nw := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/needwakeup=%v", mode.name, nw), func(t *testing.T) {
 				p := vethPair(t)
-				rx := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup())
+				// Enough receive frames for all 3000 (receiveTest does not recycle).
+				rx := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup(), WithNumFrames(8192))
 				opts := []Option{WithFilter(filter.MatchNone()), mode.opt, WithRingSize(256), WithNumFrames(1024)}
 				if nw {
 					opts = append(opts, WithNeedWakeup())
