@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/internal/netns"
@@ -132,4 +134,38 @@ func TestPollSpin(t *testing.T) {
 			t.Fatalf("Open with a 2ms spin: %v, want ErrInvalid naming WithPollSpin(2ms)", err)
 		}
 	})
+}
+
+// TestPollZeroLinkDown: Poll(0) while the link is down is "nothing yet",
+// not an error (the kernel answers the wake-up with ENETDOWN), and the
+// queue receives again once the link is back up.
+func TestPollZeroLinkDown(t *testing.T) {
+	testenv.NeedBPF(t)
+	p := netns.New(t)
+	d := openOn(t, p.A, afxdp.WithSteering(testFilter), afxdp.WithFrames(1024))
+	peer := openOn(t, p.B, afxdp.WithSteering(testFilter), afxdp.WithFrames(1024))
+	rx := d.RxQueue(0)
+	rx.Fill(rx.NumFreeFillSlots())
+	linkDo(t, p.A, netlink.LinkSetDown)
+	for range 3 {
+		if n, err := rx.Poll(0); n != 0 || err != nil {
+			t.Fatalf("Poll(0) with the link down = %d, %v; want 0, nil", n, err)
+		}
+	}
+	linkDo(t, p.A, netlink.LinkSetUp)
+	got := 0
+	for deadline := time.Now().Add(5 * time.Second); got == 0 && time.Now().Before(deadline); {
+		sendTestFrames(t, peer.TxQueue(0), 4)
+		if _, err := rx.Poll(0); err != nil {
+			t.Fatalf("Poll(0) after the link came back: %v", err)
+		}
+		descs := rx.Receive(64)
+		got += len(descs)
+		rx.Recycle(descs)
+		rx.Fill(rx.NumFreeFillSlots())
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got == 0 {
+		t.Fatal("nothing received after the link came back up")
+	}
 }

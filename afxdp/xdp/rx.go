@@ -63,7 +63,9 @@ func (s *Socket) WakeupRx() error {
 	defer s.exitRx()
 	s.r.st.rxKicks.Add(1)
 	switch e := wakeRx(s.fd); e {
-	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY:
+	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY, unix.ENETDOWN:
+		// ENETDOWN: the link is down, which passes (a link flap is
+		// not a dead queue); nothing to wake until it is up.
 		return nil
 	case unix.ENXIO:
 		return s.fail("wake rx", errGone(e))
@@ -111,8 +113,9 @@ func (s *Socket) FreeRxFrames() int {
 // zero one does not sleep but still makes one system call (a non-blocking
 // recvfrom), which is what wakes a parked driver and, with WithBusyPoll,
 // what runs the queue's NAPI poll in this thread. A positive one first
-// spins on the ring for up to WithPollSpin's time before it sleeps. It returns at once, with no system call, when
-// packets are already waiting. Close (or CloseRx) wakes it with an error
+// spins on the ring for up to WithPollSpin's time before it sleeps. It
+// returns at once, with no system call, when packets are already waiting.
+// A link that is down is no error: Poll finds nothing until it is up. Close (or CloseRx) wakes it with an error
 // wrapping ErrClosed. When the device goes away it returns, within
 // probeEvery, an error wrapping packetio.ErrDeviceGone (the kernel wakes no
 // poll for that: a wait is cut into slices of probeEvery and the socket
@@ -196,7 +199,7 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 func (s *Socket) pollNow() (int, error) {
 	s.r.st.polls.Add(1)
 	switch e := wakeRx(s.fd); e {
-	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY:
+	case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY, unix.ENETDOWN: // ENETDOWN: a link down, which passes
 	case unix.ENXIO:
 		return 0, s.fail("poll", errGone(e))
 	default:
