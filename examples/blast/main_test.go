@@ -3,24 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/packetio/packetio/examples/internal/exittest"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
 // TestMain runs main itself when asked, for the exit-status tests.
 func TestMain(m *testing.M) {
-	if args := os.Getenv("BLAST_TEST_MAIN"); args != "" {
-		os.Args = append([]string{"blast"}, strings.Fields(args)...)
-		main()
-		os.Exit(0)
-	}
+	exittest.Main("blast", main)
 	os.Exit(m.Run())
 }
 
@@ -72,13 +67,7 @@ func TestBlastRefusesFlagsByName(t *testing.T) {
 		{"-cpu 999", "no CPU 999"},
 		{"-cpus 1", "flag provided but not defined: -cpus"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "BLAST_TEST_MAIN="+tc.args)
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
-			t.Errorf("blast %s: %v, %q; want exit status 2 and %q", tc.args, err, out, tc.want)
-		}
+		exittest.Refused(t, "blast", tc.args, tc.want)
 	}
 }
 

@@ -2,27 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/packetio/packetio/examples/internal/exittest"
 	"github.com/packetio/packetio/examples/internal/forward"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
 // TestMain runs main itself when asked, for the exit-status tests.
 func TestMain(m *testing.M) {
-	if args := os.Getenv("L3FWD_TEST_MAIN"); args != "" {
-		os.Args = append([]string{"l3fwd"}, strings.Fields(args)...)
-		main()
-		os.Exit(0)
-	}
+	exittest.Main("l3fwd", main)
 	os.Exit(m.Run())
 }
 
@@ -67,13 +62,7 @@ func TestL3fwdRefusesFlagsByName(t *testing.T) {
 		{"-backend afpacket -busy-poll", "-busy-poll: afpacket has no busy-poll mode"},
 		{"-cpu 999", "no CPU 999"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "L3FWD_TEST_MAIN="+tc.args)
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
-			t.Errorf("l3fwd %s: %v, %q; want exit status 2 and %q", tc.args, err, out, tc.want)
-		}
+		exittest.Refused(t, "l3fwd", tc.args, tc.want)
 	}
 }
 

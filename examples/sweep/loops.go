@@ -20,6 +20,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/forward"
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/metrics"
@@ -164,10 +165,10 @@ func (e *env) rig(q int) (*rig, error) {
 		bed.Close()
 		return nil, err
 	}
-	if r.macA, err = macIn(bed.In, bed.Name); err != nil {
+	if r.macA, err = bed.MAC(); err != nil {
 		return fail(err)
 	}
-	if r.macB, err = macIn(bed.InPeer, bed.Peer); err != nil {
+	if r.macB, err = bed.PeerMAC(); err != nil {
 		return fail(err)
 	}
 	if err := addSink(bed); err != nil {
@@ -232,19 +233,6 @@ func allowedCPUs() []int {
 		}
 	}
 	return cpus
-}
-
-// pinTo locks the calling goroutine to its thread and the thread to cpu.
-// The goroutine never unlocks: the thread ends with it instead of going
-// back to the scheduler pinned.
-func pinTo(cpu int) error {
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pin to CPU %d: %w", cpu, err)
-	}
-	return nil
 }
 
 // Where the traffic goes. Everything the measured side sends (transmit,
@@ -373,7 +361,7 @@ func (g *group) goQueue(ctx context.Context, q, cpu int, fn func(context.Context
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		err := pinTo(cpu)
+		err := cpus.Pin(cpu)
 		if err == nil {
 			err = fn(ctx)
 		}

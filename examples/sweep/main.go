@@ -63,7 +63,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -502,25 +501,6 @@ func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xsk
 		return s, errors.Join(errors.New("no packets in the window"), serr)
 	}
 	return s, serr
-}
-
-// macIn reads an interface's MAC where in runs code.
-func macIn(in func(func() error) error, name string) (net.HardwareAddr, error) {
-	var mac net.HardwareAddr
-	err := in(func() error {
-		ifc, err := net.InterfaceByName(name)
-		if err == nil {
-			mac = ifc.HardwareAddr
-		}
-		return err
-	})
-	if err == nil && len(mac) != 6 {
-		err = errors.New("no Ethernet address")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("MAC of %s: %w", name, err)
-	}
-	return mac, nil
 }
 
 // machine describes where the sweep runs.
