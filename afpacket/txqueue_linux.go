@@ -370,15 +370,7 @@ func (q *TxQueue) transmitChains(descs []packetio.Desc, offs []packetio.Offload)
 			break
 		}
 	}
-	if err != nil && !errors.Is(err, packetio.ErrNotOwned) {
-		q.rejected.Add(1)
-	}
-	if total == 0 && err == nil && len(descs) > 0 {
-		q.ringFull.Add(1)
-	}
-	q.batches.Add(batches)
-	q.bytes.Add(bytes)
-	q.packets.Add(uint64(total))
+	q.account(len(descs), total, err, batches, bytes)
 	return total, err
 }
 
@@ -748,4 +740,20 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 func (q *TxQueue) Close() error {
 	q.closed.Store(true)
 	return nil
+}
+
+// account adds one Transmit to the counters: offered descriptors, total
+// taken, the refusal that ended it (a misuse is Err's, not a rejection),
+// system-call batches and bytes. Packets is added last, after the pending
+// list grew, so Completed never passes it.
+func (q *TxQueue) account(offered, total int, err error, batches, bytes uint64) {
+	if err != nil && !errors.Is(err, packetio.ErrNotOwned) {
+		q.rejected.Add(1)
+	}
+	if total == 0 && err == nil && offered > 0 {
+		q.ringFull.Add(1)
+	}
+	q.batches.Add(batches)
+	q.bytes.Add(bytes)
+	q.packets.Add(uint64(total))
 }

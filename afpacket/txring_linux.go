@@ -3,8 +3,6 @@
 package afpacket
 
 import (
-	"errors"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
@@ -130,15 +128,7 @@ func (q *TxQueue) transmitRing(descs []packetio.Desc) (int, error) {
 			break
 		}
 	}
-	if err != nil && !errors.Is(err, packetio.ErrNotOwned) {
-		q.rejected.Add(1)
-	}
-	if total == 0 && err == nil && len(descs) > 0 {
-		q.ringFull.Add(1)
-	}
-	q.batches.Add(calls)
-	q.bytes.Add(bytes)
-	q.packets.Add(uint64(total)) // after the pending list grew: Completed never passes it
+	q.account(len(descs), total, err, calls, bytes)
 	return total, err
 }
 
