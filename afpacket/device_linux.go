@@ -180,39 +180,28 @@ func (d *Device) Capabilities() packetio.Capabilities {
 	return d.caps
 }
 
-// NumTxQueues is the number of transmit queues (0 on a nil Device).
-func (d *Device) NumTxQueues() int {
+// queues is the device's queue lists; nil for a nil Device, whose lookups
+// then report no queues.
+func (d *Device) queues() *devqueues.Lists[*TxQueue, *RxQueue] {
 	if d == nil {
-		return 0
+		return nil
 	}
-	return d.Lists.NumTxQueues()
+	return &d.Lists
 }
 
+// NumTxQueues is the number of transmit queues (0 on a nil Device).
+func (d *Device) NumTxQueues() int { return d.queues().NumTxQueues() }
+
 // NumRxQueues is the number of receive queues (0 on a nil Device).
-func (d *Device) NumRxQueues() int {
-	if d == nil {
-		return 0
-	}
-	return d.Lists.NumRxQueues()
-}
+func (d *Device) NumRxQueues() int { return d.queues().NumRxQueues() }
 
 // TxQueue returns transmit queue i, or nil when i is out of range or the
 // Device is nil.
-func (d *Device) TxQueue(i int) packetio.TxQueue {
-	if d == nil {
-		return nil
-	}
-	return d.Lists.TxQueue(i)
-}
+func (d *Device) TxQueue(i int) packetio.TxQueue { return d.queues().TxQueue(i) }
 
 // RxQueue returns receive queue i, or nil when i is out of range or the
 // Device is nil.
-func (d *Device) RxQueue(i int) packetio.RxQueue {
-	if d == nil {
-		return nil
-	}
-	return d.Lists.RxQueue(i)
-}
+func (d *Device) RxQueue(i int) packetio.RxQueue { return d.queues().RxQueue(i) }
 
 // Close closes every queue (waking a goroutine blocked in Poll), the sockets
 // and the rings. It is idempotent. Region slices taken before Close stay

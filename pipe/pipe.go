@@ -212,39 +212,28 @@ func (d *Device) Capabilities() packetio.Capabilities {
 	}
 }
 
-// NumTxQueues is the number of transmit queues; 0 for a nil Device.
-func (d *Device) NumTxQueues() int {
-	if d == nil {
-		return 0
-	}
-	return d.Lists.NumTxQueues()
-}
-
-// NumRxQueues is the number of receive queues; 0 for a nil Device.
-func (d *Device) NumRxQueues() int {
-	if d == nil {
-		return 0
-	}
-	return d.Lists.NumRxQueues()
-}
-
-// TxQueue returns transmit queue i, or nil when i is out of range or d is
-// nil.
-func (d *Device) TxQueue(i int) packetio.TxQueue {
+// queues is the device's queue lists; nil for a nil Device, whose lookups
+// then report no queues.
+func (d *Device) queues() *devqueues.Lists[*txQueue, *rxQueue] {
 	if d == nil {
 		return nil
 	}
-	return d.Lists.TxQueue(i)
+	return &d.Lists
 }
 
-// RxQueue returns receive queue i, or nil when i is out of range or d is
-// nil.
-func (d *Device) RxQueue(i int) packetio.RxQueue {
-	if d == nil {
-		return nil
-	}
-	return d.Lists.RxQueue(i)
-}
+// NumTxQueues is the number of transmit queues (0 on a nil Device).
+func (d *Device) NumTxQueues() int { return d.queues().NumTxQueues() }
+
+// NumRxQueues is the number of receive queues (0 on a nil Device).
+func (d *Device) NumRxQueues() int { return d.queues().NumRxQueues() }
+
+// TxQueue returns transmit queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) TxQueue(i int) packetio.TxQueue { return d.queues().TxQueue(i) }
+
+// RxQueue returns receive queue i, or nil when i is out of range or the
+// Device is nil.
+func (d *Device) RxQueue(i int) packetio.RxQueue { return d.queues().RxQueue(i) }
 
 // Close closes this end: every queue. The other end stays open and what it
 // sends is dropped. It wakes every goroutine blocked in Poll and is

@@ -30,3 +30,15 @@ func TestLists(t *testing.T) {
 		}
 	}
 }
+
+// TestNilLists: a nil *Lists has no queues and panics on no lookup, which
+// is what a nil Device forwards to.
+func TestNilLists(t *testing.T) {
+	var l *devqueues.Lists[*tx, *rx]
+	if l.NumTxQueues() != 0 || l.NumRxQueues() != 0 {
+		t.Fatalf("nil lists count %d/%d queues", l.NumTxQueues(), l.NumRxQueues())
+	}
+	if l.TxQueue(0) != nil || l.RxQueue(0) != nil {
+		t.Fatal("nil lists return a queue")
+	}
+}
