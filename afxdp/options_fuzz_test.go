@@ -10,6 +10,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/internal/fuzzopt"
 )
 
 // optionNamed is the start of a refusal that names an option: "WithX(".
@@ -18,20 +19,11 @@ var optionNamed = regexp.MustCompile(`With[A-Za-z]+\(`)
 // fuzzOptions builds an Open option set from fuzz bytes: a selector byte,
 // then eight bytes per value.
 func fuzzOptions(b []byte) []Option {
-	next := func() int {
-		if len(b) < 8 {
-			b = nil
-			return 0
-		}
-		v := int(int64(binary.LittleEndian.Uint64(b)))
-		b = b[8:]
-		return v
-	}
+	in := fuzzopt.New(b)
+	next := in.Int64
 	var opts []Option
-	for len(b) > 0 {
-		sel := b[0]
-		b = b[1:]
-		switch sel % 14 {
+	for in.More() {
+		switch in.Kind(14) {
 		case 0:
 			opts = append(opts, WithSteering(packetio.SteeringFilter{Promiscuous: true}))
 		case 1:

@@ -3,33 +3,22 @@
 package mlx5
 
 import (
-	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/fuzzopt"
 )
 
 // fuzzOptions decodes b into an interface name and a list of options: each
 // option is a kind byte and, for the counted ones, a signed 32-bit value.
 func fuzzOptions(b []byte) (string, []Option) {
-	name := "mlx5-port0"
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		n := min(int(b[0]&0x1f), len(b)-1)
-		name, b = string(b[1:1+n]), b[1+n:]
-	} else if len(b) > 0 {
-		b = b[1:]
-	}
+	in := fuzzopt.New(b)
+	name := in.Name("mlx5-port0")
 	var opts []Option
-	for len(b) > 0 && len(opts) < 16 {
-		kind := b[0] % 15
-		b = b[1:]
-		var v int
-		if len(b) >= 4 {
-			v = int(int32(binary.LittleEndian.Uint32(b)))
-			b = b[4:]
-		}
+	for in.More() && len(opts) < 16 {
+		kind, v := in.Kind(15), in.Int32()
 		switch kind {
 		case 0:
 			opts = append(opts, WithQueues(v))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/fuzzopt"
 )
 
 // TestValidate: every option value out of range is refused by Validate,
@@ -76,20 +77,11 @@ var optionNamed = regexp.MustCompile(`With[A-Za-z]+\(`)
 
 // fuzzOptions builds an option set from fuzz bytes, eight bytes a value.
 func fuzzOptions(b []byte) []Option {
-	next := func() int {
-		if len(b) < 8 {
-			b = nil
-			return 0
-		}
-		v := int(int64(binary.LittleEndian.Uint64(b)))
-		b = b[8:]
-		return v
-	}
+	in := fuzzopt.New(b)
+	next := in.Int64
 	opts := []Option{WithFilter(filter.MatchAll())}
-	for len(b) > 0 {
-		sel := b[0]
-		b = b[1:]
-		switch sel % 15 {
+	for in.More() {
+		switch in.Kind(15) {
 		case 0:
 			opts = append(opts, WithQueues(next()))
 		case 1:
