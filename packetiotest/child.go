@@ -1,17 +1,16 @@
 package packetiotest
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/internal/testenv"
 )
 
 // childEnv carries FaultEnv.Child to the child process of the kill -9 case.
@@ -76,48 +75,7 @@ func openInChild(arg string, open func(string) (Device, error)) (Device, error) 
 // test did not.
 func startChild(t *testing.T, arg string) (kill func() error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$") // no test runs in the child
-	cmd.Env = append(os.Environ(), childEnv+"="+arg)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the child: %v", err)
-	}
-	waited := false
-	kill = func() error {
-		if waited {
-			return nil
-		}
-		waited = true
-		if err := cmd.Process.Kill(); err != nil {
-			return err
-		}
-		cmd.Wait()
-		return nil
-	}
-	t.Cleanup(func() { kill() })
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if l := s.Text(); l == "ready" || strings.HasPrefix(l, "error:") {
-				line <- l
-				return
-			}
-		}
-		line <- "exited without saying ready: does TestMain call packetiotest.FaultChildMain?"
-	}()
-	select {
-	case l := <-line:
-		if l != "ready" {
-			t.Fatalf("child: %s", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the child did not open the device within 20s")
-	}
-	return kill
+	// No test runs in the child: FaultChildMain, called from TestMain, holds the device.
+	return testenv.StartChild(t, "^$", []string{childEnv + "=" + arg}, 20*time.Second, "open the device",
+		": does TestMain call packetiotest.FaultChildMain?").Kill
 }

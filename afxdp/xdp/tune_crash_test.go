@@ -1,15 +1,12 @@
 package xdp
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/internal/testenv"
 )
 
 // tuneCrashEnv makes the test binary the child of TestTuningCrashRecovered:
@@ -94,46 +92,9 @@ func TestTuningCrashRecovered(t *testing.T) {
 		t.Fatal("the veth starts tuned")
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTuningCrashChild$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=/proc/%d/fd/%d %s", tuneCrashEnv, os.Getpid(), h.NamespaceFD(), h.Link))
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	kill := func() {
-		if !killed {
-			killed = true
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}
-	t.Cleanup(kill)
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if l := s.Text(); l == "ready" || strings.HasPrefix(l, "error:") {
-				line <- l
-				return
-			}
-		}
-		line <- "exited without saying ready"
-	}()
-	select {
-	case l := <-line:
-		if l != "ready" {
-			t.Fatalf("child: %s", l)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the child did not open within 30s")
-	}
-	pid := cmd.Process.Pid
+	child := testenv.StartChild(t, "^TestTuningCrashChild$",
+		[]string{fmt.Sprintf("%s=/proc/%d/fd/%d %s", tuneCrashEnv, os.Getpid(), h.NamespaceFD(), h.Link)}, 30*time.Second, "open", "")
+	pid := child.Pid
 	if v := napiNow(t, h); v != "7/50000" {
 		t.Fatalf("NAPI %s while the child's fleet is open, want 7/50000", v)
 	}
@@ -141,7 +102,7 @@ func TestTuningCrashRecovered(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("journal files of the child: %v, want one", files)
 	}
-	kill()
+	child.Kill()
 	if v := napiNow(t, h); v != "7/50000" {
 		t.Fatalf("NAPI %s after kill -9, want it still tuned", v)
 	}

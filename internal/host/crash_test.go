@@ -1,21 +1,19 @@
 package host
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/internal/testenv"
 )
 
 // crashChildEnv makes the test binary the child of the kill -9 tests:
@@ -80,60 +78,12 @@ func crashChild(arg string) error {
 	return nil
 }
 
-// crashKid is a started child.
-type crashKid struct {
-	cmd  *exec.Cmd
-	pid  int
-	done bool
-}
-
 // startCrashChild starts the child on h's interface and waits for ready.
-func startCrashChild(t *testing.T, mode string, h *netns.Host, run string) *crashKid {
+func startCrashChild(t *testing.T, mode string, h *netns.Host, run string) *testenv.Child {
 	t.Helper()
 	nsPath := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), h.NamespaceFD())
-	cmd := exec.Command(os.Args[0], "-test.run=^TestJournalCrashChild$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+strings.Join([]string{mode, nsPath, h.Link, run}, " "))
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	k := &crashKid{cmd: cmd, pid: cmd.Process.Pid}
-	t.Cleanup(k.kill)
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if l := s.Text(); l == "ready" || strings.HasPrefix(l, "error:") {
-				line <- l
-				return
-			}
-		}
-		line <- "exited without saying ready"
-	}()
-	select {
-	case l := <-line:
-		if l != "ready" {
-			t.Fatalf("child: %s", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the child did not tune within 20s")
-	}
-	return k
-}
-
-// kill sends SIGKILL and reaps the child, so its PID is gone.
-func (k *crashKid) kill() {
-	if k.done {
-		return
-	}
-	k.done = true
-	k.cmd.Process.Kill()
-	k.cmd.Wait()
+	return testenv.StartChild(t, "^TestJournalCrashChild$",
+		[]string{crashChildEnv + "=" + strings.Join([]string{mode, nsPath, h.Link, run}, " ")}, 20*time.Second, "tune", "")
 }
 
 // napiIn reads the NAPI values of h's interface inside its namespace.
@@ -232,11 +182,11 @@ func TestCrashRecovered(t *testing.T) {
 	if n := journalFiles(t, run); n != 1 {
 		t.Fatalf("%d journal files while the child runs, want 1", n)
 	}
-	k.kill()
+	k.Kill()
 	if v := napiIn(t, h); v != tuned {
 		t.Fatalf("NAPI %s after kill -9, want it still %s (the defect this recovers from)", v, tuned)
 	}
-	lines, took := recoverLines(t, run, k.pid)
+	lines, took := recoverLines(t, run, k.Pid)
 	t.Logf("recovery took %v", took)
 	wantLines(t, lines, ifLines(h, restoredDefer, restoredFlush)...)
 	if v := napiIn(t, h); v != untuned {
@@ -253,7 +203,7 @@ func TestCrashLiveOwnerUntouched(t *testing.T) {
 	p := netns.New(t)
 	h, run := p.A, t.TempDir()
 	k := startCrashChild(t, "tune", h, run)
-	lines, _ := recoverLines(t, run, k.pid)
+	lines, _ := recoverLines(t, run, k.Pid)
 	wantLines(t, lines, ifLines(h,
 		"napi_defer_hard_irqs on IF held at 7 by live process PID (original 0)",
 		"gro_flush_timeout on IF held at 50000 by live process PID (original 0)")...)
@@ -263,8 +213,8 @@ func TestCrashLiveOwnerUntouched(t *testing.T) {
 	if n := journalFiles(t, run); n != 1 {
 		t.Fatalf("%d journal files, want the live owner's", n)
 	}
-	k.kill()
-	lines, _ = recoverLines(t, run, k.pid)
+	k.Kill()
+	lines, _ = recoverLines(t, run, k.Pid)
 	wantLines(t, lines, ifLines(h, restoredDefer, restoredFlush)...)
 }
 
@@ -274,9 +224,9 @@ func TestCrashChangedSinceLeft(t *testing.T) {
 	p := netns.New(t)
 	h, run := p.A, t.TempDir()
 	k := startCrashChild(t, "tune", h, run)
-	k.kill()
+	k.Kill()
 	setDeferIn(t, h, 3)
-	lines, _ := recoverLines(t, run, k.pid)
+	lines, _ := recoverLines(t, run, k.Pid)
 	wantLines(t, lines, ifLines(h, restoredFlush,
 		"left napi_defer_hard_irqs on IF at 3: changed since dead process PID set it to 7 (original 0)")...)
 	if v := napiIn(t, h); v != "3/0" {
@@ -293,11 +243,11 @@ func TestCrashMidTuning(t *testing.T) {
 	p := netns.New(t)
 	h, run := p.A, t.TempDir()
 	k := startCrashChild(t, "mid", h, run)
-	k.kill()
+	k.Kill()
 	if v := napiIn(t, h); v != "7/0" {
 		t.Fatalf("NAPI %s after a kill between the settings, want 7/0", v)
 	}
-	lines, _ := recoverLines(t, run, k.pid)
+	lines, _ := recoverLines(t, run, k.Pid)
 	wantLines(t, lines, ifLines(h, restoredDefer,
 		"gro_flush_timeout on IF already back at 0, left by dead process PID")...)
 	if v := napiIn(t, h); v != untuned {
@@ -314,7 +264,7 @@ func TestCrashNamespaceGone(t *testing.T) {
 	p := netns.New(t)
 	h, run := p.A, t.TempDir()
 	k := startCrashChild(t, "tune", h, run)
-	k.kill()
+	k.Kill()
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
