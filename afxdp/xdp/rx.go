@@ -222,13 +222,13 @@ func (s *Socket) pollNow() (int, error) {
 const spinLooks = 64
 
 // spinFor looks at the receive ring for up to the socket's spin (less when
-// timeout is shorter) and returns the ready count, 0 when the spin ends
+// the positive timeout is shorter) and returns the ready count, 0 when the spin ends
 // empty: nothing came, the socket is closing or failed (Poll's system
 // call then says which), or the driver asks for a wake-up, which only the
 // system call gives. A spin that finds nothing makes the next ones sleep at
 // once (spinCold) until a Poll finds packets already waiting.
 func (s *Socket) spinFor(timeout time.Duration) int {
-	if s.spin <= 0 || timeout == 0 || s.r.spinCold.Load() || s.NeedsWakeupRx() {
+	if s.spin <= 0 || s.r.spinCold.Load() || s.NeedsWakeupRx() {
 		return 0
 	}
 	d := s.spin
