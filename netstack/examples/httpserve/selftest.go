@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
@@ -170,9 +171,9 @@ func (b *bed) prepare() error {
 			return err
 		}
 	}
-	var seed [32]byte
 	for _, n := range b.sizes {
-		seed[0]++
+		var seed [32]byte // the file of n bytes is the same in every run
+		binary.LittleEndian.PutUint64(seed[:], uint64(n))
 		sum, err := writeRandom(filepath.Join(b.work, "files", fileName(n)), n, rand.NewChaCha8(seed))
 		if err != nil {
 			return err
@@ -247,7 +248,11 @@ func (b *bed) run(backend string) error {
 		return err
 	}
 	defer s.Close()
-	h, err := newHandler(filepath.Join(b.work, "files"), filepath.Join(b.work, "uploads"), 1<<40)
+	limit := b.o.maxUpload
+	if limit <= 0 {
+		limit = 1 << 40
+	}
+	h, err := newHandler(filepath.Join(b.work, "files"), filepath.Join(b.work, "uploads"), limit)
 	if err != nil {
 		return err
 	}
