@@ -70,14 +70,14 @@ type options struct {
 func main() {
 	var o options
 	var maxUpload string
-	flag.StringVar(&o.backend, "backend", "afpacket", "packetio backend: afpacket or afxdp (self-test: a comma-separated list)")
+	flag.StringVar(&o.backend, "backend", "", "packetio backend: afpacket (default) or afxdp; the self-test takes a comma-separated list of them and kernel (default: all three)")
 	flag.StringVar(&o.iface, "i", "", "interface (default: test yourself on a veth pair in throwaway namespaces)")
 	flag.StringVar(&o.ip, "ip", "", "the stack's address with prefix length, e.g. 192.0.2.10/24 (required with -i)")
 	flag.StringVar(&o.gw, "gw", "", "default gateway")
 	flag.IntVar(&o.port, "port", 8080, "TCP port to serve on")
 	flag.StringVar(&o.dir, "dir", ".", "directory whose files GET serves")
 	flag.StringVar(&o.upload, "upload", "", "directory PUT and POST to /upload/NAME store into (default: uploads refused)")
-	flag.StringVar(&maxUpload, "max-upload", "1G", "largest upload, in bytes (K, M, G: powers of 1024)")
+	flag.StringVar(&maxUpload, "max-upload", "1G", "largest upload, in bytes (K, M, G: powers of 1024); the self-test's server too")
 	flag.BoolVar(&o.tls, "tls", false, "serve HTTPS: with -cert and -key, or a self-signed certificate made at start")
 	flag.StringVar(&o.cert, "cert", "", "PEM certificate (chain) for -tls")
 	flag.StringVar(&o.key, "key", "", "PEM private key for -tls")
@@ -91,8 +91,14 @@ func main() {
 	case err != nil:
 		err = fmt.Errorf("-max-upload: %w", err)
 	case o.iface == "":
+		if o.backend == "" {
+			o.backend = "afpacket,afxdp,kernel"
+		}
 		_, err = selfTest(o)
 	default:
+		if o.backend == "" {
+			o.backend = "afpacket"
+		}
 		err = serve(o)
 	}
 	if err != nil {
@@ -351,8 +357,8 @@ func serverTLS(o options, addr netip.Addr) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// selfSigned makes an ECDSA P-256 certificate for addr, valid for a day.
-func selfSigned(addr netip.Addr) (tls.Certificate, error) {
+// selfSigned makes an ECDSA P-256 certificate for addrs, valid for a day.
+func selfSigned(addrs ...netip.Addr) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
@@ -361,13 +367,17 @@ func selfSigned(addr netip.Addr) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	var ips []net.IP
+	for _, a := range addrs {
+		ips = append(ips, a.AsSlice())
+	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "httpserve " + addr.String()},
+		Subject:               pkix.Name{CommonName: "httpserve " + addrs[0].String()},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(24 * time.Hour),
-		IPAddresses:           []net.IP{addr.AsSlice()},
+		IPAddresses:           ips,
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,

@@ -23,14 +23,15 @@ import (
 )
 
 // TestSelfTest runs what `go run ./examples/httpserve` runs with no -i,
-// with smaller files: a server on netstack over afpacket and over afxdp,
-// fetched from and uploaded to over HTTP and HTTPS by Go's client and
-// curl on the kernel's TCP in the other namespace. Every check must come
+// with smaller files: a server on netstack over afpacket and over afxdp
+// (and on the kernel's own TCP, the reference), fetched from and uploaded
+// to over HTTP and HTTPS by Go's client and curl on the kernel's TCP in
+// the other namespace. Every check must come
 // back with its status and its SHA-256, and nothing may be left behind.
 func TestSelfTest(t *testing.T) {
 	testenv.NeedBPF(t) // afxdp loads an XDP program
 	sizes := []int64{1 << 10, 1 << 20, 8 << 20}
-	for _, backend := range []string{"afpacket", "afxdp"} {
+	for _, backend := range []string{"afpacket", "afxdp", "kernel"} {
 		t.Run(backend, func(t *testing.T) {
 			before := leftovers(t)
 			checks, err := selfTest(options{backend: backend, sizes: "1K,1M,8M", quiet: !testing.Verbose()})

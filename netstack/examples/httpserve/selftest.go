@@ -120,8 +120,8 @@ func selfTest(o options) ([]check, error) {
 	if b.curl {
 		clients += " and curl"
 	}
-	fmt.Printf("httpserve self-test: backend %s, veth %s (A) <-> %s (B); mode: server on netstack on A at %s (http :%d, https :%d, self-signed); clients: %s on B's kernel TCP\n",
-		strings.Join(backends, ","), b.pair.A.Link, b.pair.B.Link, stackAddr.Addr(), httpPort, httpsPort, clients)
+	fmt.Printf("httpserve self-test: backend %s, veth %s (A) <-> %s (B); mode: server on netstack on A at %s (kernel: A's own TCP at %s), http :%d, https :%d (self-signed); clients: %s on B's kernel TCP\n",
+		strings.Join(backends, ","), b.pair.A.Link, b.pair.B.Link, stackAddr.Addr(), addrA.Addr(), httpPort, httpsPort, clients)
 	for _, backend := range backends {
 		if err := b.run(backend); err != nil {
 			return b.checks, fmt.Errorf("%s: %w", backend, err)
@@ -135,8 +135,8 @@ func selfTest(o options) ([]check, error) {
 func backendList(s string) ([]string, error) {
 	list := strings.Split(s, ",")
 	for i, b := range list {
-		if b != "afpacket" && b != "afxdp" {
-			return nil, fmt.Errorf("-backend %q: want afpacket, afxdp or both, comma-separated", s)
+		if b != "afpacket" && b != "afxdp" && b != "kernel" {
+			return nil, fmt.Errorf("-backend %q: want a comma-separated list of afpacket, afxdp and kernel", s)
 		}
 		if slices.Contains(list[:i], b) {
 			return nil, fmt.Errorf("-backend %q: %s twice", s, b)
@@ -181,7 +181,7 @@ func (b *bed) prepare() error {
 		b.sums[n] = sum
 	}
 	var err error
-	if b.cert, err = selfSigned(stackAddr.Addr()); err != nil {
+	if b.cert, err = selfSigned(stackAddr.Addr(), addrA.Addr()); err != nil {
 		return err
 	}
 	b.roots = x509.NewCertPool()
@@ -226,28 +226,30 @@ func sizeName(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// run serves HTTP and HTTPS on a stack over backend on A, and makes every
-// check against it from B.
+// run serves HTTP and HTTPS on a stack over backend on A (or, for
+// "kernel", on A's own TCP at its address), and makes every check against
+// it from B.
 func (b *bed) run(backend string) error {
-	// On a veth, B's kernel leaves TCP checksums for the "hardware" to
-	// finish; AF_XDP would hand the stack such frames as they are, so B
-	// finishes its own checksums while the stack is on afxdp.
-	if err := setPeerTx(b.pair.B, backend != "afxdp"); err != nil {
-		return err
+	addr, listen := addrA.Addr(), b.listenKernel
+	if backend == "kernel" {
+		if err := setPeerTx(b.pair.B, true); err != nil {
+			return err
+		}
+	} else {
+		dev, s, err := b.startStack(backend)
+		if err != nil {
+			return err
+		}
+		defer dev.Close()
+		defer s.Close()
+		defer func() {
+			st := s.Stats()
+			fmt.Printf("%-8s stack: rx %d packets, tx %d packets, bad checksums %d, tx dropped %d, tcp retransmits %d\n",
+				backend, st.RxPackets, st.TxPackets, st.RxBadChecksum, st.TxDropped, st.TCPRetransmits)
+		}()
+		addr = stackAddr.Addr()
+		listen = func(port int) (net.Listener, error) { return s.Listen("tcp4", fmt.Sprintf(":%d", port)) }
 	}
-	var dev packetio.Device
-	if err := b.pair.A.Do(func() (err error) {
-		dev, err = openDevice(backend, b.pair.A.Link, stackAddr.Addr(), httpPort, httpsPort)
-		return err
-	}); err != nil {
-		return err
-	}
-	defer dev.Close()
-	s, err := netstack.New(dev, netstack.Config{Addr: stackAddr, MAC: b.pair.A.MAC})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	limit := b.o.maxUpload
 	if limit <= 0 {
 		limit = 1 << 40
@@ -263,7 +265,7 @@ func (b *bed) run(backend string) error {
 	var serving sync.WaitGroup
 	defer serving.Wait()
 	for _, port := range []int{httpPort, httpsPort} {
-		l, err := s.Listen("tcp4", fmt.Sprintf(":%d", port))
+		l, err := listen(port)
 		if err != nil {
 			return err
 		}
@@ -284,7 +286,7 @@ func (b *bed) run(backend string) error {
 		if scheme == "https" {
 			port = httpsPort
 		}
-		base := fmt.Sprintf("%s://%s", scheme, netip.AddrPortFrom(stackAddr.Addr(), uint16(port)))
+		base := fmt.Sprintf("%s://%s", scheme, netip.AddrPortFrom(addr, uint16(port)))
 		for _, n := range b.sizes {
 			c := check{backend: backend, scheme: scheme, size: n, want: b.sums[n]}
 			if err := b.transfer(c, base, goClient); err != nil {
@@ -292,10 +294,40 @@ func (b *bed) run(backend string) error {
 			}
 		}
 	}
-	st := s.Stats()
-	fmt.Printf("%-8s stack: rx %d packets, tx %d packets, bad checksums %d, tx dropped %d, tcp retransmits %d\n",
-		backend, st.RxPackets, st.TxPackets, st.RxBadChecksum, st.TxDropped, st.TCPRetransmits)
-	return s.Err()
+	return nil
+}
+
+// startStack opens backend on A and starts a stack on it. The caller
+// closes the stack, then the device.
+func (b *bed) startStack(backend string) (packetio.Device, *netstack.Stack, error) {
+	// On a veth, B's kernel leaves TCP checksums for the "hardware" to
+	// finish; AF_XDP would hand the stack such frames as they are, so B
+	// finishes its own checksums while the stack is on afxdp.
+	if err := setPeerTx(b.pair.B, backend != "afxdp"); err != nil {
+		return nil, nil, err
+	}
+	var dev packetio.Device
+	if err := b.pair.A.Do(func() (err error) {
+		dev, err = openDevice(backend, b.pair.A.Link, stackAddr.Addr(), httpPort, httpsPort)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	s, err := netstack.New(dev, netstack.Config{Addr: stackAddr, MAC: b.pair.A.MAC})
+	if err != nil {
+		dev.Close()
+		return nil, nil, err
+	}
+	return dev, s, nil
+}
+
+// listenKernel listens on port at A's own address, in A's namespace.
+func (b *bed) listenKernel(port int) (l net.Listener, err error) {
+	err = b.pair.A.Do(func() error {
+		l, err = net.Listen("tcp4", netip.AddrPortFrom(addrA.Addr(), uint16(port)).String())
+		return err
+	})
+	return l, err
 }
 
 // transfer fetches the file of c.size from base and uploads it back, with
