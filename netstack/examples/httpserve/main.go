@@ -90,6 +90,8 @@ func main() {
 	switch {
 	case err != nil:
 		err = fmt.Errorf("-max-upload: %w", err)
+	case o.port < 1 || o.port > 65535:
+		err = fmt.Errorf("-port %d: want 1 to 65535", o.port)
 	case o.iface == "":
 		if o.backend == "" {
 			o.backend = "afpacket,afxdp,kernel"
