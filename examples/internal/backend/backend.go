@@ -30,6 +30,13 @@ type Config struct {
 	// (afxdp: WithBusyPoll(BusyPollUsecs, BusyPollBudget)); the polling
 	// backends (dpdk, mlx5) always do, and afpacket has no such mode.
 	BusyPoll bool
+	// MultiBuffer lets a packet span several frames, chained with
+	// packetio.OptContinued, in both directions (afxdp and afpacket:
+	// WithMultiBuffer), for packets bigger than a frame: a 9000-byte
+	// jumbo frame is a chain of 3 of afxdp's 4 KiB frames or 5 of
+	// afpacket's 2 KiB ones. The backends without it (dpdk, mlx5) refuse
+	// it with packetio.ErrUnsupported rather than drop such packets.
+	MultiBuffer bool
 }
 
 // The busy-polling Config.BusyPoll asks of afxdp: SO_BUSY_POLL of 50 µs
