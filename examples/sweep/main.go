@@ -152,7 +152,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&loopList, "loops", strings.Join(loops, ","), "loops to run")
 	fs.StringVar(&queues, "queues", "1", "queue counts to run, each a row (the tools and the C reference drive one queue)")
 	fs.IntVar(&o.passes, "passes", 5, "passes; each cell reports the median")
-	fs.StringVar(&sizes, "sizes", "64,512,1514", "frame sizes on the wire in bytes, FCS included (64 is a 60-byte frame), 64 to 1518")
+	fs.StringVar(&sizes, "sizes", "64,512,1514", "frame sizes on the wire in bytes, FCS included (64 is a 60-byte frame), 64 to 1518, or 9000 (jumbo: a pair with an MTU of 9000, multi-buffer, an afpacket feeder)")
 	fs.BoolVar(&quick, "quick", false, "a quick look: 64-byte frames, 1 pass, 100ms warm-up, 300ms window (flags after it still count)")
 	fs.IntVar(&o.flows, "flows", 64, "UDP flows (source ports) per sender, so fanout and SO_REUSEPORT spread them")
 	fs.IntVar(&o.batch, "batch", 256, "most packets per send or receive call, in every loop and the baseline")
@@ -237,8 +237,8 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 	}
 	for _, s := range splitList(sizes) {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 64 || n > 1518 {
-			return o, fmt.Errorf("-sizes: %q is not a frame size from 64 to 1518 bytes on the wire", s)
+		if err != nil || !validSize(n) {
+			return o, fmt.Errorf("-sizes: %q is not a frame size from 64 to 1518 bytes on the wire, nor 9000 (jumbo)", s)
 		}
 		if !slices.Contains(o.sizes, n) {
 			o.sizes = append(o.sizes, n)
@@ -325,13 +325,19 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 		}
 	}()
 	// The first pair now, so a machine that cannot make one fails here.
-	first, err := e.rig(o.queues[0])
+	first, err := e.rig(o.queues[0], isJumbo(o.sizes[0]))
 	if err != nil {
 		return nil, err
 	}
 
 	t = &table{header: machine(command)}
 	t.passes, t.warmup, t.window, t.feeder = o.passes, o.warmup.String(), o.window.String(), first.feed.describe()
+	if slices.ContainsFunc(o.sizes, isJumbo) {
+		if slices.ContainsFunc(o.sizes, func(n int) bool { return !isJumbo(n) }) {
+			t.feeder += " (jumbo frames: see the note on 9000 bytes)"
+		}
+		t.notes = append(t.notes, jumboNote())
+	}
 	t.notes = append(t.notes,
 		fmt.Sprintf("placement, every column alike: the loop of queue q (a packetio worker, a kernel socket loop, testpmd's one forwarding lcore, the C reference, a tool) on CPU q+1, the feeder's generator i on CPU i, modulo the %d CPUs; a queue's receive work in softirq runs where its frames were sent from, the feeder's CPU", len(e.cpus)),
 		fmt.Sprintf("what the measured side sends (transmit, and forward's next hop) goes to %s at %s, a MAC nobody owns (a permanent neighbour entry): the peer's kernel drops each frame at its first look, so on a veth, where the receiving kernel's work runs on the sender's CPU, the sender is measured and not the peer's IP stack", sinkIP, sinkMAC),
@@ -381,7 +387,11 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			for _, q := range o.queues {
 				for _, c := range columns {
 					if runsLoop(c, l) {
-						t.cells = append(t.cells, &cell{loop: l, size: size, column: c, queues: q})
+						c := &cell{loop: l, size: size, column: c, queues: q}
+						if isJumbo(size) {
+							c.note = jumboNA(c.column)
+						}
+						t.cells = append(t.cells, c)
 					}
 				}
 			}
@@ -463,7 +473,7 @@ const xskNote = "C xsk and C xsk+busypoll: xskref.c (this directory), built here
 // runCell measures one pass of one cell.
 func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xskref) (sample, error) {
 	e.size = c.size - 4
-	r, err := e.rig(c.queues)
+	r, err := e.rig(c.queues, isJumbo(c.size))
 	if err != nil {
 		return sample{}, err
 	}

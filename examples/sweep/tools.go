@@ -156,6 +156,9 @@ func (e *env) startTool(ctx context.Context, r *rig, column, loop string) (runni
 		}
 	case colNetsniff:
 		argv = []string{bin, "--in", r.bed.Name, "--silent", "--bind-cpu", strconv.Itoa(cpu), "--no-sock-mem", "--notouch-irq", "--ring-size", "64MiB"}
+		if e.size > 2044 {
+			argv = append(argv, "--jumbo-support")
+		}
 		count = func() (reading, error) {
 			rx, _, err := linkStats(r.bed)
 			return reading{n: rx, at: monoNow()}, errors.Join(err, p.alive())
