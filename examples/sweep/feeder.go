@@ -187,7 +187,7 @@ func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpu
 	if jumbo {
 		// SendFunc builds in a ring slot but no longer than a region
 		// frame holds: 16 KiB frames, as big as the slots.
-		c.FrameSize, c.Frames = jumboFeederFrameSize, 1024*len(cpus)
+		c.FrameSize, c.Frames = jumboRingFrameSize, 1024*len(cpus)
 	}
 	d, err := bed.OpenPeer(func(name string) (packetio.Device, error) {
 		return backend.Open("afpacket", name, c)

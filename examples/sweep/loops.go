@@ -309,8 +309,13 @@ func steering() packetio.SteeringFilter {
 func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device, error) {
 	name := backendOf(column)
 	c := backend.Config{TxQueues: txq, RxQueues: rxq, BusyPoll: column == colAfxdpBusy, MultiBuffer: r.jumbo}
-	if r.jumbo && name == "afxdp" {
+	switch {
+	case r.jumbo && name == "afxdp":
 		c.FrameSize = jumboFrameSize
+	case r.jumbo && name == "afpacket" && rxq == 0:
+		// Transmit only: one 16 KiB TX ring slot a packet beats a chain
+		// of 2 KiB frames over sendmmsg (see jumboRingFrameSize).
+		c.MultiBuffer, c.FrameSize = false, jumboRingFrameSize
 	}
 	if rxq > 0 {
 		c.Steering = backend.Steering(name, steering())
