@@ -46,10 +46,8 @@ func validSize(n int) bool { return n >= 64 && n <= maxPlainSize || n == jumboSi
 // whose backend or tool moves a 9000-byte frame here.
 func jumboNA(column string) string {
 	switch column {
-	case colKernel, colAfpacket, colAfxdp, colAfxdpBusy, colTrafgen, colTcpdump, colNetsniff:
+	case colKernel, colAfpacket, colAfxdp, colAfxdpBusy, colCxsk, colCxskBusy, colTrafgen, colTcpdump, colNetsniff:
 		return ""
-	case colCxsk, colCxskBusy:
-		return "n/a: xskref.c has no multi-buffer (2048-byte UMEM frames, no XDP_USE_SG bind, its XDP program loaded without BPF_F_XDP_HAS_FRAGS, which the kernel refuses to attach natively on a veth with an MTU of 9000)"
 	case colDpdkPacket, colDpdkXDP:
 		return "n/a: the dpdk backend has no multi-buffer (a packet is one mbuf; backend.Config.MultiBuffer is refused)"
 	case colTestpmdPacket, colTestpmdXDP:
@@ -66,7 +64,7 @@ func jumboNote() string {
 		"afpacket's transmit instead opens without multi-buffer and with 16 KiB region frames, so SendFunc builds each packet in one slot of its PACKET_TX_RING (16 KiB slots, sized from the MTU): 1.55 times the rate of chains over sendmmsg when measured; " +
 		"afxdp's transmit builds each packet as a chain (Alloc, copy, Transmit); receive and forward check every packet's length over its chain, and forward rewrites the chain's first frame and sends the whole chain; " +
 		"receive and forward are fed by afpacket on the peer (its PACKET_TX_RING, whose slots are sized from the MTU, 16 KiB, with 16 KiB region frames, since SendFunc builds no longer a frame than a region frame holds; one sender per queue of the row, sender i pinned to CPU i, as the live generators are), since the live-frames generator's frames are at most a page; " +
-		"the C xsk, dpdk and testpmd columns are n/a there (the reason in each cell)"
+		"C xsk runs with -m, multi-buffer too (see its note); the dpdk and testpmd columns are n/a there (the reason in each cell)"
 }
 
 // packetLen is the length of the packet that starts at descs[0]: the sum

@@ -36,7 +36,7 @@ func TestValidSize(t *testing.T) {
 func TestJumboNA(t *testing.T) {
 	for _, c := range allColumns() {
 		why := jumboNA(c)
-		runs := c == colKernel || c == colAfpacket || c == colAfxdp || c == colAfxdpBusy || c == colTrafgen || c == colTcpdump || c == colNetsniff
+		runs := c == colKernel || c == colAfpacket || c == colAfxdp || c == colAfxdpBusy || c == colCxsk || c == colCxskBusy || c == colTrafgen || c == colTcpdump || c == colNetsniff
 		switch {
 		case runs && why != "":
 			t.Errorf("%s: %q, want it measured", c, why)
@@ -199,13 +199,20 @@ func countersOf(t *testing.T, in func(func() error) error, name string) counters
 
 // TestJumboCells runs a 9000-byte cell of each loop on the jumbo pair,
 // multi-buffer both ways (afxdp transmit and forward chain 4 KiB frames,
-// afpacket receives chains of 2 KiB ones), and checks that frames moved
-// and every one was 8996 bytes: on the wire, by the interfaces' byte and
-// packet counters, and as the loops took them (a cell fails when more than
-// 1 % of its packets are of another length).
+// afpacket receives chains of 2 KiB ones, the C reference transmits and
+// forwards chains with -m), and checks that frames moved and every one was
+// 8996 bytes: on the wire, by the interfaces' byte and packet counters,
+// and as the packetio loops took them (a cell fails when more than 1 % of
+// its packets are of another length).
 func TestJumboCells(t *testing.T) {
 	testenv.NeedBPF(t)
 	before := hostNow(t)
+	xsk := buildXskref(func(string) {})
+	defer xsk.close()
+	if xsk.skip != "" {
+		testenv.CannotRun(t, "the C reference: %s", xsk.skip)
+		return
+	}
 	e := &env{feeder: feederLive, flows: 8, batch: 64, warmup: 100 * time.Millisecond, window: 300 * time.Millisecond, cpus: allowedCPUs(), log: io.Discard}
 	defer func() {
 		if err := e.close(); err != nil {
@@ -217,13 +224,15 @@ func TestJumboCells(t *testing.T) {
 		{loop: loopTx, size: jumboSize, column: colAfxdp, queues: 1},
 		{loop: loopRx, size: jumboSize, column: colAfpacket, queues: 1},
 		{loop: loopFwd, size: jumboSize, column: colAfxdp, queues: 1},
+		{loop: loopTx, size: jumboSize, column: colCxsk, queues: 1},
+		{loop: loopFwd, size: jumboSize, column: colCxsk, queues: 1},
 	} {
 		r, err := e.rig(1, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a0, b0 := countersOf(t, r.bed.In, r.bed.Name), countersOf(t, r.bed.InPeer, r.bed.Peer)
-		s, err := e.runCell(context.Background(), c, testpmdTools{}, nil)
+		s, err := e.runCell(context.Background(), c, testpmdTools{}, xsk)
 		if err != nil {
 			t.Errorf("%s %s: %v", c.loop, c.column, err)
 			continue
@@ -246,7 +255,7 @@ func TestJumboCells(t *testing.T) {
 			// its receive side, after the Ethernet header is pulled:
 			// 14 bytes less each.
 			each := uint64(jumboSize - 4)
-			if backendOf(c.column) == "afxdp" {
+			if backendOf(c.column) == "afxdp" || isXsk(c.column) {
 				each -= 14
 			}
 			check("feeder sent", b1.txp-b0.txp, b1.txb-b0.txb, each)

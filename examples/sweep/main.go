@@ -468,7 +468,8 @@ const testpmdXDPNote = "testpmd/af_xdp and dpdk/af_xdp busy-poll: DPDK 22.11's n
 // xskNote describes the C reference's columns.
 const xskNote = "C xsk and C xsk+busypoll: xskref.c (this directory), built here with cc -O2 against libxdp: libxdp's xsk sockets, one socket on queue 0, need-wakeup, a 4096-frame UMEM of 2048-byte frames, 2048-entry rings, its own 5-instruction XDP program in native mode (so no GRO for its receive cells), the loops of the kernel's xdpsock (rxdrop, txonly, l2fwd); " +
 	"C xsk loops as the kernel's xdpsock sample does by default: it spins on its rings and makes a system call only when need-wakeup asks (packetio's loops spin up to 50 µs, then sleep in poll(2)), with batches of the sweep's -batch; C xsk+busypoll spins with SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs and budget 64 (-B 50 -b 64), as afxdp+busypoll; it counts with its own clock (a \"T N\" line every 100 ms). " +
-	"Its forward swaps the MACs and sends each frame back to the peer, whose IP stack then drops it (packetio's forward rewrites TTL, checksum and MACs and sends to the sink, dropped at the peer's first look); it does not check frame lengths"
+	"Its forward swaps the MACs and sends each frame back to the peer, whose IP stack then drops it (packetio's forward rewrites TTL, checksum and MACs and sends to the sink, dropped at the peer's first look); it does not check frame lengths. " +
+	"At 9000 bytes it runs with -m (multi-buffer: a UMEM of 4096-byte frames, XDP_USE_SG, its program loaded with BPF_F_XDP_HAS_FRAGS; a packet is a chain of 3 descriptors marked XDP_PKT_CONTD, counted once; forward swaps the MACs in a chain's first frame and sends the chain back)"
 
 // runCell measures one pass of one cell.
 func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xskref) (sample, error) {

@@ -103,7 +103,7 @@ func fixture() *table {
 		{loop: loopTx, size: 1514, column: colCxsk, queues: 1, note: "skipped: cc not found"},
 		{loop: loopTx, size: 9000, column: colKernel, queues: 1, passes: []sample{{0.7, 2, 0.2, nan}, {0.8, 2, 0.2, nan}}},
 		{loop: loopTx, size: 9000, column: colAfxdp, queues: 1, passes: []sample{{1.0, 2, 0.3, nan}, {1.1, 2, 0.3, nan}}},
-		{loop: loopTx, size: 9000, column: colCxsk, queues: 1, note: jumboNA(colCxsk)},
+		{loop: loopTx, size: 9000, column: colTestpmdXDP, queues: 1, note: jumboNA(colTestpmdXDP)},
 		{loop: loopRx, size: 9000, column: colAfpacket, queues: 1, passes: []sample{{0.4, 2, 0.6, 0.42}}},
 	}
 	t.order()
@@ -116,7 +116,7 @@ func TestOrder(t *testing.T) {
 		got = append(got, c.loop+"/"+c.column)
 	}
 	want := "transmit/kernel transmit/afpacket transmit/trafgen transmit/dpdk/af_packet transmit/testpmd/af_packet transmit/testpmd/af_xdp " +
-		"transmit/kernel transmit/afxdp transmit/C xsk transmit/kernel transmit/afxdp transmit/C xsk receive/kernel receive/afpacket receive/afpacket forward/kernel forward/afpacket"
+		"transmit/kernel transmit/afxdp transmit/C xsk transmit/kernel transmit/afxdp transmit/testpmd/af_xdp receive/kernel receive/afpacket receive/afpacket forward/kernel forward/afpacket"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("order %q\nwant  %q", strings.Join(got, " "), want)
 	}
@@ -232,8 +232,8 @@ func TestCSV(t *testing.T) {
 	if got := strings.Join(recs[11], ","); got != "transmit,9000,1,afxdp,2,1.0500,75.600,1.400,C xsk,,2.000,0.300,1.909,,1.0000;1.1000," {
 		t.Errorf("jumbo afxdp row %q", got)
 	}
-	if got := recs[12]; got[3] != colCxsk || got[5] != "" || !strings.HasPrefix(got[15], "n/a: xskref.c has no multi-buffer") {
-		t.Errorf("jumbo C xsk row %q", got)
+	if got := recs[12]; got[3] != colTestpmdXDP || got[5] != "" || !strings.HasPrefix(got[15], "n/a: testpmd") {
+		t.Errorf("jumbo testpmd/af_xdp row %q", got)
 	}
 }
 
@@ -467,13 +467,17 @@ func TestLengths(t *testing.T) {
 }
 
 func TestXskArgs(t *testing.T) {
-	got := strings.Join(xskArgs("/tmp/x/xskref", colCxsk, loopRx, "veth0", 1, 256, nil), " ")
+	got := strings.Join(xskArgs("/tmp/x/xskref", colCxsk, loopRx, "veth0", 1, 256, nil, false), " ")
 	if got != "/tmp/x/xskref rx -i veth0 -q 0 -c 1 -b 256" {
 		t.Errorf("C xsk rx: %s", got)
 	}
-	got = strings.Join(xskArgs("xskref", colCxskBusy, loopTx, "veth0", 1, 1024, []byte{0xde, 0xad}), " ")
+	got = strings.Join(xskArgs("xskref", colCxskBusy, loopTx, "veth0", 1, 1024, []byte{0xde, 0xad}, false), " ")
 	if got != "xskref tx -i veth0 -q 0 -c 1 -B 50 -b 64 -f dead" {
 		t.Errorf("C xsk+busypoll tx: %s", got)
+	}
+	got = strings.Join(xskArgs("xskref", colCxsk, loopFwd, "veth0", 1, 256, nil, true), " ")
+	if got != "xskref fwd -i veth0 -q 0 -c 1 -m -b 256" {
+		t.Errorf("C xsk fwd, multi-buffer: %s", got)
 	}
 	if m := xskMode(loopFwd); m != "fwd" {
 		t.Errorf("forward mode %q", m)
