@@ -60,6 +60,8 @@ var (
 	// this registry opens it (net_af_packet over a kernel interface) has
 	// no flow engine and refuses matches.
 	steers = map[string]bool{"afxdp": true, "mlx5": true}
+	// multiBuffer lists the backends that take Config.MultiBuffer.
+	multiBuffer = map[string]bool{"afxdp": true, "afpacket": true}
 )
 
 // Register adds a backend. It is called from init functions.
@@ -99,6 +101,9 @@ func Open(backend, name string, c Config) (packetio.Device, error) {
 			return nil, fmt.Errorf("backend %q is not built into this program: rebuild with -tags %s (and its C library)", backend, tag)
 		}
 		return nil, fmt.Errorf("unknown backend %q (built in: %s)", backend, strings.Join(Names(), ", "))
+	}
+	if c.MultiBuffer && !multiBuffer[backend] {
+		return nil, errNoMultiBuffer(backend)
 	}
 	return o(name, c)
 }

@@ -14,9 +14,6 @@ import (
 
 func init() {
 	Register("dpdk", func(name string, c Config) (packetio.Device, error) {
-		if c.MultiBuffer {
-			return nil, errNoMultiBuffer("dpdk")
-		}
 		// A plain interface name means DPDK's AF_PACKET driver on it,
 		// one queue pair per queue, under a name of its own (one EAL
 		// serves every device of the process); a PCI address or a vdev

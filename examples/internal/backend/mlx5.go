@@ -9,9 +9,6 @@ import (
 
 func init() {
 	Register("mlx5", func(name string, c Config) (packetio.Device, error) {
-		if c.MultiBuffer {
-			return nil, errNoMultiBuffer("mlx5")
-		}
 		var opts []mlx5.Option
 		if c.TxQueues > 0 {
 			opts = append(opts, mlx5.WithTxQueues(c.TxQueues))

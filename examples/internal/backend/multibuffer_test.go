@@ -57,3 +57,14 @@ func TestMultiBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiBufferRefused: a backend without multi-buffer is never opened
+// with Config.MultiBuffer; Open refuses it with ErrUnsupported.
+func TestMultiBufferRefused(t *testing.T) {
+	called := false
+	Register("test-nomb", func(string, Config) (packetio.Device, error) { called = true; return nil, nil })
+	defer delete(openers, "test-nomb")
+	if _, err := Open("test-nomb", "x", Config{MultiBuffer: true}); !errors.Is(err, packetio.ErrUnsupported) || called {
+		t.Fatalf("Open with MultiBuffer: %v (opener called: %v), want ErrUnsupported", err, called)
+	}
+}
