@@ -35,6 +35,15 @@
 // turns GRO on at the measured end for the cell (ETHTOOL_SGRO) and back off
 // after. -feeder afpacket feeds from a packet socket instead, without BPF.
 //
+// -sizes 9000 measures jumbo frames (an 8996-byte frame, FCS excluded)
+// on a veth pair of their own, both ends at an MTU of 9000: afxdp, the C
+// reference and afpacket receive and forward with multi-buffer (a packet
+// is a chain of frames; afxdp's XDP program then has frags support,
+// without which the kernel attaches no native program on that MTU),
+// afpacket transmits from 16 KiB TX ring slots, and the feeder is afpacket
+// on the peer (the live generator's frames are at most a page). The dpdk
+// and testpmd cells are n/a there, with the reason in the cell.
+//
 // Workers are pinned, the same way for every column: the loop of queue q
 // on CPU q+1, the feeder's generator i on CPU i (modulo the CPUs there
 // are).
@@ -183,6 +192,8 @@ references they are held against (×ref): trafgen and tcpdump (afpacket),
 C xsk and C xsk+busypoll (xskref.c, built with cc; afxdp), testpmd/af_packet
 and testpmd/af_xdp (dpdk); netsniff-ng is shown too. Missing tools skip
 their columns with the reason.
+-sizes 9000 (jumbo) runs on a pair of its own with an MTU of 9000, with
+multi-buffer, fed by afpacket on the peer; dpdk and testpmd are n/a there.
 Each cell, per frame size (-sizes): median Mpps over -passes windows, Gbit/s,
 whole-machine cores (user, sys and softirq from /proc/stat, the feeder
 included) with the softirq share, cores per Mpps, ×kernel and ×ref.
