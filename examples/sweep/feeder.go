@@ -12,6 +12,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/backend"
+	"github.com/packetio/packetio/examples/internal/cpus"
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/testbed"
@@ -162,30 +163,43 @@ func (f *liveFeeder) close() error {
 }
 
 // afpacketFeeder transmits from the peer end of the pair through afpacket
-// transmit queues, one per queue of the row, building frames in place. It
-// needs no BPF, and offers what a user-space sender on a veth can: about
-// a million frames a second, less than most receivers here take.
+// transmit queues, one per queue of the row, sender i pinned to CPU i,
+// building frames in place in the queue's PACKET_TX_RING (whose slots are
+// sized from the MTU at Open: 16 KiB on the jumbo pair, where its region
+// frames are 16 KiB too, since SendFunc builds no longer a frame than a
+// region frame holds, even on the ring). It needs no BPF,
+// and offers what a user-space sender on a veth can: about a million
+// frames a second, less than most receivers here take. It is the jumbo
+// pair's feeder whatever -feeder says: the live generator's frames are at
+// most a page.
 type afpacketFeeder struct {
 	dev     packetio.Device
 	srcMAC  net.HardwareAddr
 	srcIP   netip.Addr
 	flows   int
 	batch   int
+	cpus    []int      // sender i's CPU
 	running sync.Mutex // one feed at a time
 }
 
-func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows, queues int) (*afpacketFeeder, error) {
+func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus []int, jumbo bool) (*afpacketFeeder, error) {
+	c := backend.Config{TxQueues: len(cpus)}
+	if jumbo {
+		// SendFunc builds in a ring slot but no longer than a region
+		// frame holds: 16 KiB frames, as big as the slots.
+		c.FrameSize, c.Frames = jumboRingFrameSize, 1024*len(cpus)
+	}
 	d, err := bed.OpenPeer(func(name string) (packetio.Device, error) {
-		return backend.Open("afpacket", name, backend.Config{TxQueues: queues})
+		return backend.Open("afpacket", name, c)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("feeder: open afpacket on %s: %w", bed.Peer, err)
 	}
-	return &afpacketFeeder{dev: d, srcMAC: srcMAC, srcIP: testbed.AddrB.Addr(), flows: flows, batch: 256}, nil
+	return &afpacketFeeder{dev: d, srcMAC: srcMAC, srcIP: testbed.AddrB.Addr(), flows: flows, batch: 256, cpus: cpus}, nil
 }
 
 func (f *afpacketFeeder) describe() string {
-	return fmt.Sprintf("fed by afpacket on the peer (-feeder afpacket: one transmit queue per queue of the row, as fast as it goes, %d flows): a user-space sender, slower than most receivers here, so those cells measure the feeder", f.flows)
+	return fmt.Sprintf("fed by afpacket on the peer (one transmit queue per queue of the row, its TX ring, sender i pinned to CPU i, as fast as it goes, %d flows): a user-space sender, slower than most receivers here at small frames, so those cells measure the feeder", f.flows)
 }
 
 func (f *afpacketFeeder) needsNAPI() bool { return false }
@@ -203,6 +217,9 @@ func (f *afpacketFeeder) start(ctx context.Context, t target) (*feeding, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if cpus.Pin(f.cpus[q%len(f.cpus)]) != nil {
+				return // the cell sees no traffic, and says so
+			}
 			feed(ctx, f.dev.TxQueue(q), spec, f.flows, f.batch, q*7, t.spread, &sent)
 		}()
 	}

@@ -171,7 +171,7 @@ func (e *env) startKernel(ctx context.Context, r *rig, loop string) (running, er
 			})
 		case loopRx:
 			g.goQueue(ctx, i, cpu, func(ctx context.Context) error {
-				m := newMmsg(e.batch, 2048)
+				m := newMmsg(e.batch, max(2048, e.size))
 				want := uint32(e.payload())
 				var right, wrong uint64
 				for ctx.Err() == nil {
@@ -195,7 +195,7 @@ func (e *env) startKernel(ctx context.Context, r *rig, loop string) (running, er
 			})
 		case loopFwd:
 			g.goQueue(ctx, i, cpu, func(ctx context.Context) error {
-				in := newMmsg(e.batch, 2048)
+				in := newMmsg(e.batch, max(2048, e.size))
 				out := &mmsg{bufs: in.bufs, iov: in.iov, hdrs: make([]unix.Mmsghdr, e.batch)}
 				for j := range out.hdrs {
 					out.hdrs[j].Hdr.Iov = &in.iov[j]

@@ -127,6 +127,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // feeder.
 type rig struct {
 	queues     int
+	jumbo      bool // an MTU of 9000: its cells open with multi-buffer
 	bed        *testbed.Bed
 	macA, macB net.HardwareAddr
 	feed       feeder
@@ -141,23 +142,35 @@ type env struct {
 	cpus           []int // the CPUs this process may use, in order
 	log            io.Writer
 
-	rigs map[int]*rig
+	rigs map[rigKey]*rig
 	// vdevs numbers the DPDK af_xdp devices opened, each under a name of
 	// its own (one EAL serves the whole process).
 	vdevs int
 }
 
-// rig returns the pair for rows of q queues, making it (and its feeder)
-// the first time.
-func (e *env) rig(q int) (*rig, error) {
-	if r, ok := e.rigs[q]; ok {
+// rigKey names a rig: its queue count and whether it is the jumbo pair.
+type rigKey struct {
+	queues int
+	jumbo  bool
+}
+
+// rig returns the pair for rows of q queues, the jumbo one (an MTU of
+// 9000, fed by afpacket whatever -feeder says) for jumbo cells, making it
+// (and its feeder) the first time.
+func (e *env) rig(q int, jumbo bool) (*rig, error) {
+	key := rigKey{q, jumbo}
+	if r, ok := e.rigs[key]; ok {
 		return r, nil
 	}
-	bed, err := testbed.Setup("", e.log, testbed.WithQueues(q))
+	opts := []testbed.Option{testbed.WithQueues(q)}
+	if jumbo {
+		opts = append(opts, testbed.WithMTU(jumboMTU))
+	}
+	bed, err := testbed.Setup("", e.log, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
-	r := &rig{queues: q, bed: bed}
+	r := &rig{queues: q, jumbo: jumbo, bed: bed}
 	fail := func(err error) (*rig, error) {
 		if r.feed != nil {
 			r.feed.close()
@@ -174,22 +187,22 @@ func (e *env) rig(q int) (*rig, error) {
 	if err := addSink(bed); err != nil {
 		return fail(err)
 	}
-	switch e.feeder {
-	case feederAfpacket:
-		if r.feed, err = newAfpacketFeeder(bed, r.macB, e.flows, q); err != nil {
+	gens := make([]int, q)
+	for i := range gens {
+		gens[i] = e.feederCPU(i)
+	}
+	switch {
+	case e.feeder == feederAfpacket || jumbo:
+		if r.feed, err = newAfpacketFeeder(bed, r.macB, e.flows, gens, jumbo); err != nil {
 			return fail(err)
 		}
 	default:
-		gens := make([]int, q)
-		for i := range gens {
-			gens[i] = e.feederCPU(i)
-		}
 		r.feed = newLiveFeeder(bed, r.macB, e.flows, gens)
 	}
 	if e.rigs == nil {
-		e.rigs = map[int]*rig{}
+		e.rigs = map[rigKey]*rig{}
 	}
-	e.rigs[q] = r
+	e.rigs[key] = r
 	return r, nil
 }
 
@@ -295,7 +308,15 @@ func steering() packetio.SteeringFilter {
 // queues; workers are placed by the sweep, never by the backend.
 func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device, error) {
 	name := backendOf(column)
-	c := backend.Config{TxQueues: txq, RxQueues: rxq, BusyPoll: column == colAfxdpBusy}
+	c := backend.Config{TxQueues: txq, RxQueues: rxq, BusyPoll: column == colAfxdpBusy, MultiBuffer: r.jumbo}
+	switch {
+	case r.jumbo && name == "afxdp":
+		c.FrameSize = jumboFrameSize
+	case r.jumbo && name == "afpacket" && rxq == 0:
+		// Transmit only: one 16 KiB TX ring slot a packet beats a chain
+		// of 2 KiB frames over sendmmsg (see jumboRingFrameSize).
+		c.MultiBuffer, c.FrameSize = false, jumboRingFrameSize
+	}
 	if rxq > 0 {
 		c.Steering = backend.Steering(name, steering())
 	}
@@ -406,8 +427,14 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 	var total atomic.Uint64
 	ctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
+	chains := len(tmpl) > d.Capabilities().MaxFrameSize
 	for i := 0; i < d.NumTxQueues(); i++ {
 		tx := d.TxQueue(i)
+		if chains {
+			cs := &chainSender{tx: tx, reg: tx.Region(), tmpl: tmpl, l4: l4, flows: e.flows}
+			g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error { return sendChainsUntil(ctx, cs, e.batch, i*7, &total) })
+			continue
+		}
 		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error {
 			flow := i * 7
 			build := func(j int, b []byte) int {
@@ -481,19 +508,23 @@ type lengths struct {
 	wrong atomic.Uint64
 }
 
-// check counts the descs of the wrong length and returns how many were
-// right.
+// check counts the packets of the wrong length and returns how many were
+// right; a packet is one desc, or a chain of them (multi-buffer).
 func (l *lengths) check(descs []packetio.Desc) int {
-	bad := 0
-	for i := range descs {
-		if descs[i].Len != l.want {
+	right, bad := 0, 0
+	for i := 0; i < len(descs); {
+		n, k := packetLen(descs[i:])
+		if uint32(n) == l.want {
+			right++
+		} else {
 			bad++
 		}
+		i += k
 	}
 	if bad > 0 {
 		l.wrong.Add(uint64(bad))
 	}
-	return len(descs) - bad
+	return right
 }
 
 // verdict fails the cell when more than 1 % of what it counted was not of
@@ -584,12 +615,23 @@ func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *f
 		descs := rx.Receive(batch)
 		ln.check(descs)
 		keep, drop = keep[:0], drop[:0]
-		for _, desc := range descs {
-			if fib.Forward(rx.Region().Frame(desc), desc.Options&packetio.OptL3ChecksumOK != 0) == forward.Forwarded {
-				keep = append(keep, desc)
-			} else {
-				drop = append(drop, desc)
+		for i := 0; i < len(descs); {
+			p, n := descs[i:i+1], 1
+			var v forward.Verdict
+			if descs[i].Options&packetio.OptContinued == 0 {
+				v = fib.Forward(rx.Region().Frame(descs[i]), descs[i].Options&packetio.OptL3ChecksumOK != 0)
+			} else { // a chain (multi-buffer): the headers are in its first frame
+				var length int
+				length, n = packetLen(descs[i:])
+				p = descs[i : i+n]
+				v = forwardChain(fib, rx.Region().Frame(descs[i]), length, descs[i].Options&packetio.OptL3ChecksumOK != 0)
 			}
+			if v == forward.Forwarded {
+				keep = append(keep, p...)
+			} else {
+				drop = append(drop, p...)
+			}
+			i += n
 		}
 		rx.Recycle(drop)
 		sent := tx.Transmit(keep)
@@ -597,7 +639,7 @@ func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *f
 		back = tx.Reclaim(1<<20, back[:0])
 		rx.Recycle(back)
 		rx.Fill(rx.NumFreeFillSlots())
-		total.Add(uint64(sent))
+		total.Add(uint64(whole(keep[:sent])))
 	}
 	// Bring the frames home before the device closes.
 	for i := 0; i < 200 && tx.NumInFlight() > 0; i++ {

@@ -35,6 +35,15 @@
 // turns GRO on at the measured end for the cell (ETHTOOL_SGRO) and back off
 // after. -feeder afpacket feeds from a packet socket instead, without BPF.
 //
+// -sizes 9000 measures jumbo frames (an 8996-byte frame, FCS excluded)
+// on a veth pair of their own, both ends at an MTU of 9000: afxdp, the C
+// reference and afpacket receive and forward with multi-buffer (a packet
+// is a chain of frames; afxdp's XDP program then has frags support,
+// without which the kernel attaches no native program on that MTU),
+// afpacket transmits from 16 KiB TX ring slots, and the feeder is afpacket
+// on the peer (the live generator's frames are at most a page). The dpdk
+// and testpmd cells are n/a there, with the reason in the cell.
+//
 // Workers are pinned, the same way for every column: the loop of queue q
 // on CPU q+1, the feeder's generator i on CPU i (modulo the CPUs there
 // are).
@@ -152,7 +161,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&loopList, "loops", strings.Join(loops, ","), "loops to run")
 	fs.StringVar(&queues, "queues", "1", "queue counts to run, each a row (the tools and the C reference drive one queue)")
 	fs.IntVar(&o.passes, "passes", 5, "passes; each cell reports the median")
-	fs.StringVar(&sizes, "sizes", "64,512,1514", "frame sizes on the wire in bytes, FCS included (64 is a 60-byte frame), 64 to 1518")
+	fs.StringVar(&sizes, "sizes", "64,512,1514", "frame sizes on the wire in bytes, FCS included (64 is a 60-byte frame), 64 to 1518, or 9000 (jumbo: a pair with an MTU of 9000, multi-buffer, an afpacket feeder)")
 	fs.BoolVar(&quick, "quick", false, "a quick look: 64-byte frames, 1 pass, 100ms warm-up, 300ms window (flags after it still count)")
 	fs.IntVar(&o.flows, "flows", 64, "UDP flows (source ports) per sender, so fanout and SO_REUSEPORT spread them")
 	fs.IntVar(&o.batch, "batch", 256, "most packets per send or receive call, in every loop and the baseline")
@@ -183,6 +192,8 @@ references they are held against (×ref): trafgen and tcpdump (afpacket),
 C xsk and C xsk+busypoll (xskref.c, built with cc; afxdp), testpmd/af_packet
 and testpmd/af_xdp (dpdk); netsniff-ng is shown too. Missing tools skip
 their columns with the reason.
+-sizes 9000 (jumbo) runs on a pair of its own with an MTU of 9000, with
+multi-buffer, fed by afpacket on the peer; dpdk and testpmd are n/a there.
 Each cell, per frame size (-sizes): median Mpps over -passes windows, Gbit/s,
 whole-machine cores (user, sys and softirq from /proc/stat, the feeder
 included) with the softirq share, cores per Mpps, ×kernel and ×ref.
@@ -237,8 +248,8 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 	}
 	for _, s := range splitList(sizes) {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 64 || n > 1518 {
-			return o, fmt.Errorf("-sizes: %q is not a frame size from 64 to 1518 bytes on the wire", s)
+		if err != nil || !validSize(n) {
+			return o, fmt.Errorf("-sizes: %q is not a frame size from 64 to 1518 bytes on the wire, nor 9000 (jumbo)", s)
 		}
 		if !slices.Contains(o.sizes, n) {
 			o.sizes = append(o.sizes, n)
@@ -325,13 +336,19 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 		}
 	}()
 	// The first pair now, so a machine that cannot make one fails here.
-	first, err := e.rig(o.queues[0])
+	first, err := e.rig(o.queues[0], isJumbo(o.sizes[0]))
 	if err != nil {
 		return nil, err
 	}
 
 	t = &table{header: machine(command)}
 	t.passes, t.warmup, t.window, t.feeder = o.passes, o.warmup.String(), o.window.String(), first.feed.describe()
+	if slices.ContainsFunc(o.sizes, isJumbo) {
+		if slices.ContainsFunc(o.sizes, func(n int) bool { return !isJumbo(n) }) {
+			t.feeder += " (jumbo frames: see the note on 9000 bytes)"
+		}
+		t.notes = append(t.notes, jumboNote())
+	}
 	t.notes = append(t.notes,
 		fmt.Sprintf("placement, every column alike: the loop of queue q (a packetio worker, a kernel socket loop, testpmd's one forwarding lcore, the C reference, a tool) on CPU q+1, the feeder's generator i on CPU i, modulo the %d CPUs; a queue's receive work in softirq runs where its frames were sent from, the feeder's CPU", len(e.cpus)),
 		fmt.Sprintf("what the measured side sends (transmit, and forward's next hop) goes to %s at %s, a MAC nobody owns (a permanent neighbour entry): the peer's kernel drops each frame at its first look, so on a veth, where the receiving kernel's work runs on the sender's CPU, the sender is measured and not the peer's IP stack", sinkIP, sinkMAC),
@@ -381,7 +398,11 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			for _, q := range o.queues {
 				for _, c := range columns {
 					if runsLoop(c, l) {
-						t.cells = append(t.cells, &cell{loop: l, size: size, column: c, queues: q})
+						c := &cell{loop: l, size: size, column: c, queues: q}
+						if isJumbo(size) {
+							c.note = jumboNA(c.column)
+						}
+						t.cells = append(t.cells, c)
 					}
 				}
 			}
@@ -458,12 +479,13 @@ const testpmdXDPNote = "testpmd/af_xdp and dpdk/af_xdp busy-poll: DPDK 22.11's n
 // xskNote describes the C reference's columns.
 const xskNote = "C xsk and C xsk+busypoll: xskref.c (this directory), built here with cc -O2 against libxdp: libxdp's xsk sockets, one socket on queue 0, need-wakeup, a 4096-frame UMEM of 2048-byte frames, 2048-entry rings, its own 5-instruction XDP program in native mode (so no GRO for its receive cells), the loops of the kernel's xdpsock (rxdrop, txonly, l2fwd); " +
 	"C xsk loops as the kernel's xdpsock sample does by default: it spins on its rings and makes a system call only when need-wakeup asks (packetio's loops spin up to 50 µs, then sleep in poll(2)), with batches of the sweep's -batch; C xsk+busypoll spins with SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs and budget 64 (-B 50 -b 64), as afxdp+busypoll; it counts with its own clock (a \"T N\" line every 100 ms). " +
-	"Its forward swaps the MACs and sends each frame back to the peer, whose IP stack then drops it (packetio's forward rewrites TTL, checksum and MACs and sends to the sink, dropped at the peer's first look); it does not check frame lengths"
+	"Its forward swaps the MACs and sends each frame back to the peer, whose IP stack then drops it (packetio's forward rewrites TTL, checksum and MACs and sends to the sink, dropped at the peer's first look); it does not check frame lengths. " +
+	"At 9000 bytes it runs with -m (multi-buffer: a UMEM of 4096-byte frames, XDP_USE_SG, its program loaded with BPF_F_XDP_HAS_FRAGS; a packet is a chain of 3 descriptors marked XDP_PKT_CONTD, counted once; forward swaps the MACs in a chain's first frame and sends the chain back)"
 
 // runCell measures one pass of one cell.
 func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xskref) (sample, error) {
 	e.size = c.size - 4
-	r, err := e.rig(c.queues)
+	r, err := e.rig(c.queues, isJumbo(c.size))
 	if err != nil {
 		return sample{}, err
 	}

@@ -101,6 +101,10 @@ func fixture() *table {
 		{loop: loopTx, size: 1514, column: colKernel, queues: 1, passes: []sample{{0.4, 1, 0.5, nan}}},
 		{loop: loopTx, size: 1514, column: colAfxdp, queues: 1, passes: []sample{{0.5, 0.8, 0.4, nan}}},
 		{loop: loopTx, size: 1514, column: colCxsk, queues: 1, note: "skipped: cc not found"},
+		{loop: loopTx, size: 9000, column: colKernel, queues: 1, passes: []sample{{0.7, 2, 0.2, nan}, {0.8, 2, 0.2, nan}}},
+		{loop: loopTx, size: 9000, column: colAfxdp, queues: 1, passes: []sample{{1.0, 2, 0.3, nan}, {1.1, 2, 0.3, nan}}},
+		{loop: loopTx, size: 9000, column: colTestpmdXDP, queues: 1, note: jumboNA(colTestpmdXDP)},
+		{loop: loopRx, size: 9000, column: colAfpacket, queues: 1, passes: []sample{{0.4, 2, 0.6, 0.42}}},
 	}
 	t.order()
 	return t
@@ -112,7 +116,7 @@ func TestOrder(t *testing.T) {
 		got = append(got, c.loop+"/"+c.column)
 	}
 	want := "transmit/kernel transmit/afpacket transmit/trafgen transmit/dpdk/af_packet transmit/testpmd/af_packet transmit/testpmd/af_xdp " +
-		"transmit/kernel transmit/afxdp transmit/C xsk receive/kernel receive/afpacket forward/kernel forward/afpacket"
+		"transmit/kernel transmit/afxdp transmit/C xsk transmit/kernel transmit/afxdp transmit/testpmd/af_xdp receive/kernel receive/afpacket receive/afpacket forward/kernel forward/afpacket"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("order %q\nwant  %q", strings.Join(got, " "), want)
 	}
@@ -135,10 +139,12 @@ func TestSummaries(t *testing.T) {
 	check(4, 0.9, 1.8, 1)    // one pass
 	check(5, 0.95, 1.9, 1)   // the other testpmd column
 	check(7, 0.5, 1.25, 0.8) // another size has its own baseline
-	check(10, nan, nan, nan) // skipped
-	check(12, 0.8, nan, 1.5) // its baseline failed: no ratio
-	if !math.IsNaN(sums[4].offered) || sums[12].offered != 0.9 {
-		t.Errorf("offered %v, %v", sums[4].offered, sums[12].offered)
+	check(10, 1.05, 1.4, 2)  // 9000 bytes against the 9000-byte baseline
+	check(11, nan, nan, nan) // n/a at 9000 bytes
+	check(13, nan, nan, nan) // skipped
+	check(16, 0.8, nan, 1.5) // its baseline failed: no ratio
+	if !math.IsNaN(sums[4].offered) || sums[16].offered != 0.9 {
+		t.Errorf("offered %v, %v", sums[4].offered, sums[16].offered)
 	}
 	// ×ref: afpacket against trafgen, dpdk against testpmd on its driver;
 	// none where the reference has no number or there is no reference.
@@ -153,6 +159,9 @@ func TestSummaries(t *testing.T) {
 	}
 	if g := sums[7].gbps; math.Abs(g-0.5*1514*8/1000) > 1e-9 {
 		t.Errorf("Gbit/s %v", g)
+	}
+	if g := sums[10].gbps; math.Abs(g-1.05*9000*8/1000) > 1e-9 {
+		t.Errorf("jumbo Gbit/s %v", g)
 	}
 	if p := sums[1].perMpps; math.Abs(p-1) > 1e-9 {
 		t.Errorf("cores/Mpps %v", p)
@@ -201,7 +210,7 @@ func TestCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 14 || strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
+	if len(recs) != 18 || strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
 		t.Fatalf("csv %q", recs)
 	}
 	for _, r := range recs {
@@ -215,8 +224,16 @@ func TestCSV(t *testing.T) {
 	if got := strings.Join(recs[6], ","); got != "transmit,64,1,testpmd/af_xdp,1,0.9500,0.486,1.900,,,1.000,0.500,1.053,,0.9500," {
 		t.Errorf("testpmd/af_xdp row %q", got)
 	}
-	if got := strings.Join(recs[12], ","); got != "forward,64,1,kernel,0,,,,,,,,,,,failed: boom" {
+	if got := strings.Join(recs[16], ","); got != "forward,64,1,kernel,0,,,,,,,,,,,failed: boom" {
 		t.Errorf("failed row %q", got)
+	}
+	// The jumbo rows: Gbit/s from 9000 bytes on the wire, and an n/a
+	// cell that says why.
+	if got := strings.Join(recs[11], ","); got != "transmit,9000,1,afxdp,2,1.0500,75.600,1.400,C xsk,,2.000,0.300,1.909,,1.0000;1.1000," {
+		t.Errorf("jumbo afxdp row %q", got)
+	}
+	if got := recs[12]; got[3] != colTestpmdXDP || got[5] != "" || !strings.HasPrefix(got[15], "n/a: testpmd") {
+		t.Errorf("jumbo testpmd/af_xdp row %q", got)
 	}
 }
 
@@ -231,11 +248,11 @@ func TestSVGGolden(t *testing.T) {
 		t.Fatal("not one svg element")
 	}
 	// One bar per measured cell, with its title.
-	if n := strings.Count(s, "</title></rect>"); n != 10 {
-		t.Errorf("%d bars, want 10", n)
+	if n := strings.Count(s, "</title></rect>"); n != 13 {
+		t.Errorf("%d bars, want 13", n)
 	}
 	for _, want := range []string{"transmit, 64-byte frames", "transmit, 1514-byte frames", "receive, 64-byte frames, 2 queues", "forward, 64-byte frames",
-		"afpacket transmit 64 bytes 1q: 1.100 Mpps, 0.56 Gbit/s", `fill="url(#hatch-afpacket)" stroke="#1f77b4"><title>trafgen`, "★ 2.200 Mpps", "— skipped", "— failed",
+		"afpacket transmit 64 bytes 1q: 1.100 Mpps, 0.56 Gbit/s", `fill="url(#hatch-afpacket)" stroke="#1f77b4"><title>trafgen`, "★ 2.200 Mpps", "— skipped", "— failed", "transmit, 9000-byte frames", "— n/a", "afxdp transmit 9000 bytes 1q: 1.050 Mpps, 75.60 Gbit/s",
 		`stroke-dasharray="4,3"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("chart lacks %q", want)
@@ -284,10 +301,13 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Contains(o.backends, "afxdp") || !slices.Contains(o.backends, "afpacket") {
 		t.Fatalf("default backends %v", o.backends)
 	}
+	if o, err := parse("-sizes", "64,9000"); err != nil || !slices.Equal(o.sizes, []int{64, 9000}) {
+		t.Fatalf("-sizes 64,9000: %+v, %v", o, err)
+	}
 	if o, err := parse("-feeder", "afpacket"); err != nil || o.feeder != feederAfpacket {
 		t.Fatalf("-feeder afpacket: %+v, %v", o, err)
 	}
-	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-columns", "nope"}, {"-loops", "nope"},
+	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-sizes", "1519"}, {"-sizes", "8999"}, {"-columns", "nope"}, {"-loops", "nope"},
 		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
@@ -447,13 +467,17 @@ func TestLengths(t *testing.T) {
 }
 
 func TestXskArgs(t *testing.T) {
-	got := strings.Join(xskArgs("/tmp/x/xskref", colCxsk, loopRx, "veth0", 1, 256, nil), " ")
+	got := strings.Join(xskArgs("/tmp/x/xskref", colCxsk, loopRx, "veth0", 1, 256, nil, false), " ")
 	if got != "/tmp/x/xskref rx -i veth0 -q 0 -c 1 -b 256" {
 		t.Errorf("C xsk rx: %s", got)
 	}
-	got = strings.Join(xskArgs("xskref", colCxskBusy, loopTx, "veth0", 1, 1024, []byte{0xde, 0xad}), " ")
+	got = strings.Join(xskArgs("xskref", colCxskBusy, loopTx, "veth0", 1, 1024, []byte{0xde, 0xad}, false), " ")
 	if got != "xskref tx -i veth0 -q 0 -c 1 -B 50 -b 64 -f dead" {
 		t.Errorf("C xsk+busypoll tx: %s", got)
+	}
+	got = strings.Join(xskArgs("xskref", colCxsk, loopFwd, "veth0", 1, 256, nil, true), " ")
+	if got != "xskref fwd -i veth0 -q 0 -c 1 -m -b 256" {
+		t.Errorf("C xsk fwd, multi-buffer: %s", got)
 	}
 	if m := xskMode(loopFwd); m != "fwd" {
 		t.Errorf("forward mode %q", m)

@@ -107,6 +107,16 @@ func (e *env) startTool(ctx context.Context, r *rig, column, loop string) (runni
 	var argv []string
 	var count func() (reading, error)
 	var p *proc
+	// tmpDir holds trafgen's config, which it reads when it gets round
+	// to it (on a loaded machine, well after it started): removed when
+	// the cell stops, or here if it never runs.
+	var tmpDir string
+	keep := false
+	defer func() {
+		if !keep && tmpDir != "" {
+			os.RemoveAll(tmpDir)
+		}
+	}()
 	var mu sync.Mutex
 	var captured uint64
 	got := make(chan struct{}, 1)
@@ -141,7 +151,7 @@ func (e *env) startTool(ctx context.Context, r *rig, column, loop string) (runni
 		if err != nil {
 			return running{}, err
 		}
-		defer os.RemoveAll(dir) // trafgen has read it once it runs
+		tmpDir = dir
 		conf := filepath.Join(dir, "frame.cfg")
 		if err := os.WriteFile(conf, []byte(trafgenConfig(tmpl, cpu)), 0o644); err != nil {
 			return running{}, err
@@ -156,6 +166,9 @@ func (e *env) startTool(ctx context.Context, r *rig, column, loop string) (runni
 		}
 	case colNetsniff:
 		argv = []string{bin, "--in", r.bed.Name, "--silent", "--bind-cpu", strconv.Itoa(cpu), "--no-sock-mem", "--notouch-irq", "--ring-size", "64MiB"}
+		if e.size > 2044 {
+			argv = append(argv, "--jumbo-support")
+		}
 		count = func() (reading, error) {
 			rx, _, err := linkStats(r.bed)
 			return reading{n: rx, at: monoNow()}, errors.Join(err, p.alive())
@@ -199,7 +212,14 @@ func (e *env) startTool(ctx context.Context, r *rig, column, loop string) (runni
 	if err := p.alive(); err != nil {
 		return running{}, err
 	}
-	run := running{count: count, stop: p.stop}
+	keep = true
+	run := running{count: count, stop: func() error {
+		err := p.stop()
+		if tmpDir != "" {
+			os.RemoveAll(tmpDir)
+		}
+		return err
+	}}
 	if column == colNetsniff {
 		// Its rate is what reached the interface; what it dropped of that
 		// is known only from the summary it prints on exit, and a cell

@@ -94,9 +94,14 @@ func xskMode(loop string) string {
 // rings and making a system call only when need-wakeup asks (the harder
 // reference: packetio's loops spin briefly and then sleep in poll(2));
 // the busy-poll column spins with SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs
-// and a budget of 64 (-B 50 -b 64), as afxdp+busypoll does.
-func xskArgs(bin, column, loop, iface string, cpu, batch int, tmpl []byte) []string {
+// and a budget of 64 (-B 50 -b 64), as afxdp+busypoll does. multiBuffer
+// (the jumbo pair) adds -m: 4 KiB frames, XDP_USE_SG, a program with frags
+// support, packets as chains.
+func xskArgs(bin, column, loop, iface string, cpu, batch int, tmpl []byte, multiBuffer bool) []string {
 	args := []string{bin, xskMode(loop), "-i", iface, "-q", "0", "-c", strconv.Itoa(cpu)}
+	if multiBuffer {
+		args = append(args, "-m")
+	}
 	if column == colCxskBusy {
 		args = append(args, "-B", "50", "-b", "64")
 	} else {
@@ -162,7 +167,7 @@ func (e *env) startXsk(ctx context.Context, r *rig, x *xskref, column, loop stri
 	var p *proc
 	err := retryBusy(func() (err error) {
 		rd = &xskReadings{first: make(chan struct{})}
-		if p, err = startIn(r.bed, x.nsenter, xskArgs(x.bin, column, loop, r.bed.Name, e.workerCPU(0), e.batch, tmpl), rd.line); err != nil {
+		if p, err = startIn(r.bed, x.nsenter, xskArgs(x.bin, column, loop, r.bed.Name, e.workerCPU(0), e.batch, tmpl, r.jumbo), rd.line); err != nil {
 			return err
 		}
 		select {

@@ -28,6 +28,9 @@ func init() {
 		if c.LowLatency {
 			opts = append(opts, afpacket.WithLowLatency())
 		}
+		if c.MultiBuffer {
+			opts = append(opts, afpacket.WithMultiBuffer())
+		}
 		return afpacket.Open(name, opts...)
 	})
 }

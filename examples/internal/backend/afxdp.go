@@ -33,6 +33,9 @@ func init() {
 		if c.BusyPoll {
 			opts = append(opts, afxdp.WithBusyPoll(BusyPollUsecs, BusyPollBudget))
 		}
+		if c.MultiBuffer {
+			opts = append(opts, afxdp.WithMultiBuffer())
+		}
 		return afxdp.Open(name, opts...)
 	})
 }

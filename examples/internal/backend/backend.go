@@ -30,6 +30,13 @@ type Config struct {
 	// (afxdp: WithBusyPoll(BusyPollUsecs, BusyPollBudget)); the polling
 	// backends (dpdk, mlx5) always do, and afpacket has no such mode.
 	BusyPoll bool
+	// MultiBuffer lets a packet span several frames, chained with
+	// packetio.OptContinued, in both directions (afxdp and afpacket:
+	// WithMultiBuffer), for packets bigger than a frame: a 9000-byte
+	// jumbo frame is a chain of 3 of afxdp's 4 KiB frames or 5 of
+	// afpacket's 2 KiB ones. The backends without it (dpdk, mlx5) refuse
+	// it with packetio.ErrUnsupported rather than drop such packets.
+	MultiBuffer bool
 }
 
 // The busy-polling Config.BusyPoll asks of afxdp: SO_BUSY_POLL of 50 µs
@@ -53,6 +60,8 @@ var (
 	// this registry opens it (net_af_packet over a kernel interface) has
 	// no flow engine and refuses matches.
 	steers = map[string]bool{"afxdp": true, "mlx5": true}
+	// multiBuffer lists the backends that take Config.MultiBuffer.
+	multiBuffer = map[string]bool{"afxdp": true, "afpacket": true}
 )
 
 // Register adds a backend. It is called from init functions.
@@ -92,6 +101,9 @@ func Open(backend, name string, c Config) (packetio.Device, error) {
 			return nil, fmt.Errorf("backend %q is not built into this program: rebuild with -tags %s (and its C library)", backend, tag)
 		}
 		return nil, fmt.Errorf("unknown backend %q (built in: %s)", backend, strings.Join(Names(), ", "))
+	}
+	if c.MultiBuffer && !multiBuffer[backend] {
+		return nil, errNoMultiBuffer(backend)
 	}
 	return o(name, c)
 }

@@ -11,3 +11,9 @@ import (
 func errNoSteering(backend string) error {
 	return fmt.Errorf("%s has no steering (it is a tap: the kernel sees every packet anyway); drop the filter or pick another backend: %w", backend, packetio.ErrUnsupported)
 }
+
+// errNoMultiBuffer refuses Config.MultiBuffer on a backend without it,
+// rather than open a device that drops every packet bigger than a frame.
+func errNoMultiBuffer(backend string) error {
+	return fmt.Errorf("%s has no multi-buffer (a packet cannot span frames): %w", backend, packetio.ErrUnsupported)
+}

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -39,11 +40,19 @@ type Bed struct {
 // interface).
 type Option func(*config)
 
-type config struct{ queues int }
+type config struct{ queues, mtu int }
 
 // WithQueues gives both ends of the pair n transmit and n receive queues
 // (default 1), for examples that drive several queues.
 func WithQueues(n int) Option { return func(c *config) { c.queues = n } }
+
+// WithMTU gives both ends of the pair an MTU of n bytes (default 1500), for
+// examples that move jumbo frames: an MTU of 9000 carries frames of up to
+// 9014 bytes (9018 on the wire with the FCS). A native XDP program on an
+// end whose MTU is above what one page holds (about 3.5 KiB on a veth) must
+// be loaded with frags support (BPF_F_XDP_HAS_FRAGS; afxdp's
+// WithMultiBuffer does), or the kernel refuses to attach it.
+func WithMTU(n int) Option { return func(c *config) { c.mtu = n } }
 
 // Addresses the throwaway pair carries, for examples that need IP.
 var (
@@ -64,12 +73,18 @@ func Setup(iface string, w io.Writer, opts ...Option) (*Bed, error) {
 	if c.queues < 0 || c.queues > 64 {
 		return nil, fmt.Errorf("testbed: %d queues: 1 to 64", c.queues)
 	}
+	if c.mtu != 0 && (c.mtu < 68 || c.mtu > 65535) {
+		return nil, fmt.Errorf("testbed: MTU %d: 68 to 65535", c.mtu)
+	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("no -i given, and making a veth pair in throwaway namespaces needs root")
 	}
 	nopts := []netns.Option{netns.WithAddrs(AddrA, AddrB)}
 	if c.queues > 1 {
 		nopts = append(nopts, netns.WithQueues(c.queues))
+	}
+	if c.mtu != 0 {
+		nopts = append(nopts, netns.WithMTU(c.mtu))
 	}
 	p, err := netns.Create(nopts...)
 	if err != nil {
@@ -86,8 +101,15 @@ func Setup(iface string, w io.Writer, opts ...Option) (*Bed, error) {
 			return nil, fmt.Errorf("testbed: %d queues on %s: %w", want, h.Link, err)
 		}
 	}
+	var extra []string
 	if c.queues > 1 {
-		fmt.Fprintf(w, "no -i: made veth pair %s <-> %s (%d queues each way) in two throwaway namespaces\n", p.A.Link, p.B.Link, c.queues)
+		extra = append(extra, fmt.Sprintf("%d queues each way", c.queues))
+	}
+	if c.mtu != 0 {
+		extra = append(extra, fmt.Sprintf("MTU %d", c.mtu))
+	}
+	if len(extra) > 0 {
+		fmt.Fprintf(w, "no -i: made veth pair %s <-> %s (%s) in two throwaway namespaces\n", p.A.Link, p.B.Link, strings.Join(extra, ", "))
 	} else {
 		fmt.Fprintf(w, "no -i: made veth pair %s <-> %s in two throwaway namespaces\n", p.A.Link, p.B.Link)
 	}

@@ -184,3 +184,38 @@ func TestGROOnlyOnOwnPair(t *testing.T) {
 		t.Fatal("100 queues accepted")
 	}
 }
+
+// TestMTU: WithMTU gives both ends the MTU asked for, and a bad one is
+// refused before anything is made.
+func TestMTU(t *testing.T) {
+	testenv.NeedRoot(t)
+	b, err := Setup("", io.Discard, WithMTU(9000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, h := range []struct {
+		in   func(func() error) error
+		name string
+	}{{b.In, b.Name}, {b.InPeer, b.Peer}} {
+		var mtu int
+		if err := h.in(func() error {
+			l, err := netlink.LinkByName(h.name)
+			if err == nil {
+				mtu = l.Attrs().MTU
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if mtu != 9000 {
+			t.Errorf("%s has MTU %d, want 9000", h.name, mtu)
+		}
+	}
+	for _, bad := range []int{-1, 67, 65536} {
+		if b, err := Setup("", io.Discard, WithMTU(bad)); err == nil {
+			b.Close()
+			t.Errorf("WithMTU(%d) accepted", bad)
+		}
+	}
+}

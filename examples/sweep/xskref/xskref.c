@@ -4,6 +4,14 @@
 // one socket on one queue, need-wakeup on, a 4096-frame UMEM of 2048-byte
 // frames, 2048-entry rings, native XDP, batches of -b.
 //
+// -m is multi-buffer, for frames bigger than one UMEM frame (jumbo frames
+// on a veth whose MTU is 9000): 4096-byte frames, the socket bound with
+// XDP_USE_SG and the XDP program loaded with BPF_F_XDP_HAS_FRAGS, so a
+// packet is a chain of descriptors, every one but the last marked
+// XDP_PKT_CONTD. rx counts packets (descriptors without the mark), fwd
+// swaps the MACs in each chain's first frame and sends the whole chain
+// back, tx sends the -f frame as a chain.
+//
 //   rx   receive and drop (xdpsock rxdrop)
 //   tx   transmit copies of one frame (xdpsock txonly)
 //   fwd  swap the MACs and send each frame back out (xdpsock l2fwd)
@@ -51,8 +59,18 @@
 #endif
 
 #define NUM_FRAMES 4096
-#define FRAME_SIZE 2048
+#define FRAME_SIZE 2048    // without -m
+#define MB_FRAME_SIZE 4096 // with -m
 #define RING_SIZE 2048
+#define MAX_FRAME 65536
+
+// Multi-buffer AF_XDP (Linux 6.6), in case the headers predate it.
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
@@ -72,7 +90,7 @@ static void die(const char *what, int err)
 
 // load_redirect loads "return bpf_redirect_map(&xsks, ctx->rx_queue_index,
 // XDP_PASS)" over the map.
-static int load_redirect(int map_fd)
+static int load_redirect(int map_fd, int frags)
 {
 	struct bpf_insn insns[] = {
 		{.code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_1, .off = 16}, // r2 = ctx->rx_queue_index
@@ -82,7 +100,8 @@ static int load_redirect(int map_fd)
 		{.code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_redirect_map},
 		{.code = BPF_JMP | BPF_EXIT},
 	};
-	return bpf_prog_load(BPF_PROG_TYPE_XDP, "xskref", "GPL", insns, sizeof(insns) / sizeof(insns[0]), NULL);
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .prog_flags = frags ? BPF_F_XDP_HAS_FRAGS : 0);
+	return bpf_prog_load(BPF_PROG_TYPE_XDP, "xskref", "GPL", insns, sizeof(insns) / sizeof(insns[0]), &opts);
 }
 
 static int hexval(char c)
@@ -105,6 +124,11 @@ struct ref {
 	int fd, busy, block;
 	unsigned batch, outstanding;
 	unsigned long long count;
+	// Multi-buffer (-m): frame size, descriptors a transmitted packet
+	// takes, completed transmit descriptors not yet a whole packet, and
+	// whether forward is inside a chain.
+	unsigned fsize, per, partial;
+	int mb, chained;
 };
 
 static void kick_tx(struct ref *r)
@@ -134,8 +158,24 @@ static void complete(struct ref *r, int refill)
 	}
 	xsk_ring_cons__release(&r->cq, n);
 	r->outstanding -= n;
-	if (!refill)
-		r->count += n;
+	if (!refill) {
+		r->partial += n;
+		r->count += r->partial / r->per;
+		r->partial %= r->per;
+	}
+}
+
+// packets counts the descriptors that end a packet (all of them without
+// multi-buffer).
+static unsigned packets(struct ref *r, __u32 idx, unsigned n)
+{
+	if (!r->mb)
+		return n;
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!(xsk_ring_cons__rx_desc(&r->rx, idx + i)->options & XDP_PKT_CONTD))
+			k++;
+	return k;
 }
 
 // wait_rx is what a loop does when the receive ring is empty.
@@ -164,8 +204,8 @@ static void rx_drop(struct ref *r)
 	for (unsigned i = 0; i < n; i++)
 		*xsk_ring_prod__fill_addr(&r->fq, idx_fq++) = xsk_ring_cons__rx_desc(&r->rx, idx_rx++)->addr;
 	xsk_ring_prod__submit(&r->fq, n);
+	r->count += packets(r, idx_rx - n, n);
 	xsk_ring_cons__release(&r->rx, n);
-	r->count += n;
 }
 
 static void l2fwd(struct ref *r)
@@ -182,60 +222,74 @@ static void l2fwd(struct ref *r)
 		if (stop)
 			return;
 	}
+	unsigned done = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const struct xdp_desc *in = xsk_ring_cons__rx_desc(&r->rx, idx_rx++);
-		unsigned char *p = xsk_umem__get_data(r->area, in->addr), mac[6];
-		memcpy(mac, p, 6);
-		memcpy(p, p + 6, 6);
-		memcpy(p + 6, mac, 6);
+		if (!r->chained) { // a packet's first frame holds its MACs
+			unsigned char *p = xsk_umem__get_data(r->area, in->addr), mac[6];
+			memcpy(mac, p, 6);
+			memcpy(p, p + 6, 6);
+			memcpy(p + 6, mac, 6);
+		}
+		r->chained = r->mb && (in->options & XDP_PKT_CONTD);
+		done += !r->chained;
 		struct xdp_desc *out = xsk_ring_prod__tx_desc(&r->tx, idx_tx++);
 		out->addr = in->addr;
 		out->len = in->len;
+		out->options = in->options & XDP_PKT_CONTD;
 	}
 	xsk_ring_prod__submit(&r->tx, n);
 	xsk_ring_cons__release(&r->rx, n);
 	r->outstanding += n;
-	r->count += n;
+	r->count += done;
 	kick_tx(r);
 }
 
+// tx_only sends batches of the frame, each packet from per consecutive
+// UMEM frames (the frame cut into fsize pieces, written there once).
 static void tx_only(struct ref *r, unsigned len, unsigned *next)
 {
 	__u32 idx = 0;
-	if (xsk_ring_prod__reserve(&r->tx, r->batch, &idx) == r->batch) {
+	unsigned n = r->batch * r->per, slots = NUM_FRAMES / r->per;
+	if (xsk_ring_prod__reserve(&r->tx, n, &idx) == n) {
 		for (unsigned i = 0; i < r->batch; i++) {
-			struct xdp_desc *d = xsk_ring_prod__tx_desc(&r->tx, idx + i);
-			d->addr = (__u64)((*next)++ % NUM_FRAMES) * FRAME_SIZE;
-			d->len = len;
+			unsigned first = (*next)++ % slots * r->per;
+			for (unsigned j = 0; j < r->per; j++) {
+				struct xdp_desc *d = xsk_ring_prod__tx_desc(&r->tx, idx++);
+				d->addr = (__u64)(first + j) * r->fsize;
+				d->len = j + 1 < r->per ? r->fsize : len - j * r->fsize;
+				d->options = j + 1 < r->per ? XDP_PKT_CONTD : 0;
+			}
 		}
-		xsk_ring_prod__submit(&r->tx, r->batch);
-		r->outstanding += r->batch;
+		xsk_ring_prod__submit(&r->tx, n);
+		r->outstanding += n;
 	}
 	complete(r, 0);
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: xskref rx|tx|fwd -i IFACE [-q QUEUE] [-b BATCH] [-B BUSY_USECS] [-p] [-c CPU] [-d SECONDS] [-f FRAMEHEX]\n");
+	fprintf(stderr, "usage: xskref rx|tx|fwd -i IFACE [-q QUEUE] [-b BATCH] [-B BUSY_USECS] [-p] [-m] [-c CPU] [-d SECONDS] [-f FRAMEHEX]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	struct ref r = {.batch = 64};
+	struct ref r = {.batch = 64, .fsize = FRAME_SIZE, .per = 1};
 	const char *ifname = NULL, *hex = NULL;
 	int queue = 0, cpu = -1, secs = 0, opt;
 	if (argc < 2)
 		usage();
 	const char *mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "i:q:b:B:pc:d:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "i:q:b:B:pmc:d:f:")) != -1) {
 		switch (opt) {
 		case 'i': ifname = optarg; break;
 		case 'q': queue = atoi(optarg); break;
 		case 'b': r.batch = (unsigned)atoi(optarg); break;
 		case 'B': r.busy = atoi(optarg); break;
 		case 'p': r.block = 1; break;
+		case 'm': r.mb = 1, r.fsize = MB_FRAME_SIZE; break;
 		case 'c': cpu = atoi(optarg); break;
 		case 'd': secs = atoi(optarg); break;
 		case 'f': hex = optarg; break;
@@ -258,11 +312,11 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	r.area = mmap(NULL, (size_t)NUM_FRAMES * FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	r.area = mmap(NULL, (size_t)NUM_FRAMES * r.fsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r.area == MAP_FAILED)
 		die("mmap", errno);
-	struct xsk_umem_config uc = {.fill_size = RING_SIZE, .comp_size = RING_SIZE, .frame_size = FRAME_SIZE};
-	int err = xsk_umem__create(&r.umem, r.area, (__u64)NUM_FRAMES * FRAME_SIZE, &r.fq, &r.cq, &uc);
+	struct xsk_umem_config uc = {.fill_size = RING_SIZE, .comp_size = RING_SIZE, .frame_size = r.fsize};
+	int err = xsk_umem__create(&r.umem, r.area, (__u64)NUM_FRAMES * r.fsize, &r.fq, &r.cq, &uc);
 	if (err)
 		die("xsk_umem__create", err);
 	struct xsk_socket_config sc = {
@@ -270,7 +324,7 @@ int main(int argc, char **argv)
 		.tx_size = tx || fwd ? RING_SIZE : 0,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 		.xdp_flags = XDP_FLAGS_DRV_MODE,
-		.bind_flags = XDP_USE_NEED_WAKEUP,
+		.bind_flags = XDP_USE_NEED_WAKEUP | (r.mb ? XDP_USE_SG : 0),
 	};
 	err = xsk_socket__create(&r.xsk, ifname, queue, r.umem, sc.rx_size ? &r.rx : NULL, sc.tx_size ? &r.tx : NULL, &sc);
 	if (err)
@@ -280,7 +334,7 @@ int main(int argc, char **argv)
 	int map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "xskref", 4, 4, 64, NULL);
 	if (map_fd < 0)
 		die("bpf_map_create", errno);
-	int prog_fd = load_redirect(map_fd);
+	int prog_fd = load_redirect(map_fd, r.mb);
 	if (prog_fd < 0)
 		die("bpf_prog_load", errno);
 	if ((err = xsk_socket__update_xskmap(r.xsk, map_fd)))
@@ -299,18 +353,24 @@ int main(int argc, char **argv)
 	unsigned len = 0, next = 0;
 	if (tx) {
 		size_t n = strlen(hex) / 2;
-		if (n < 14 || n > FRAME_SIZE)
+		if (n < 14 || n > (r.mb ? MAX_FRAME : r.fsize))
 			usage();
-		unsigned char frame[FRAME_SIZE];
+		static unsigned char frame[MAX_FRAME];
 		for (size_t i = 0; i < n; i++) {
 			int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
 			if (hi < 0 || lo < 0)
 				usage();
 			frame[i] = (unsigned char)(hi << 4 | lo);
 		}
-		for (int f = 0; f < NUM_FRAMES; f++)
-			memcpy((char *)r.area + (size_t)f * FRAME_SIZE, frame, n);
 		len = (unsigned)n;
+		r.per = (len + r.fsize - 1) / r.fsize;
+		if (r.batch * r.per > RING_SIZE)
+			r.batch = RING_SIZE / r.per;
+		for (int f = 0; f < NUM_FRAMES; f++) {
+			size_t off = (size_t)(f % r.per) * r.fsize;
+			if (off < n)
+				memcpy((char *)r.area + (size_t)f * r.fsize, frame + off, n - off < r.fsize ? n - off : r.fsize);
+		}
 	} else {
 		// Half the frames to the fill ring, the rest for forwarding.
 		__u32 idx = 0;
@@ -318,7 +378,7 @@ int main(int argc, char **argv)
 		if (xsk_ring_prod__reserve(&r.fq, fill, &idx) != fill)
 			die("fill ring", ENOSPC);
 		for (unsigned i = 0; i < fill; i++)
-			*xsk_ring_prod__fill_addr(&r.fq, idx++) = (__u64)i * FRAME_SIZE;
+			*xsk_ring_prod__fill_addr(&r.fq, idx++) = (__u64)i * r.fsize;
 		xsk_ring_prod__submit(&r.fq, fill);
 	}
 
