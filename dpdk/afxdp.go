@@ -11,17 +11,26 @@ import (
 
 // net_af_xdp (DPDK 22.11) binds one XDP socket per receive queue, over a
 // UMEM that is the receive queue's mempool, and its transmit queue i sends
-// through receive queue i's socket. A transmitted mbuf that is not from
-// that mempool (every packetio transmit, since each queue has its own pool)
-// is copied into a buffer the driver allocates from the receive queue's
-// pool, on the transmitting thread, and the buffer is freed back there when
-// the kernel completes it. So:
+// through receive queue i's socket. It sends an mbuf of that mempool in
+// place and frees it back there when the kernel completes it; any other
+// mbuf (a frame of the transmit queue's own pool, or one received on
+// another queue) it copies into a buffer it allocates from the receive
+// queue's pool, on the transmitting thread, frees the original at once and
+// the buffer when the kernel completes it. So:
 //
+//   - transmit queue i writes the frames of receive queue i (a forwarded
+//     frame) with the receive queue's pool (queue.Tx.SendInPlace), so
+//     forwarding costs no copy in the driver; the receive queue marks them
+//     lent while the driver holds them, and when they come back through its
+//     returned ring it hands them to the transmit queue's returned ring
+//     (queue.Rx.ReturnLent), where Complete and Reclaim find them as they
+//     find every other transmitted frame: the ownership contract is the
+//     one every driver has;
 //   - the receive queue's supply and returned rings get a second user, the
 //     transmitting goroutine, which the rings (single producer, single
-//     consumer, no atomics) do not allow: every touch of them, from both
-//     queues, is serialised by the pair's mutex, one uncontended lock per
-//     burst when one goroutine drives both;
+//     consumer, no atomics) do not allow: every touch of them and of the
+//     lent marks, from both queues, is serialised by the pair's mutex, one
+//     uncontended lock per burst when one goroutine drives both;
 //   - the borrowed buffers come back through the receive queue's returned
 //     ring without ever having been received. They were posted by Fill and
 //     stay posted: each burst, in either direction, moves them straight
@@ -58,6 +67,8 @@ func (p *xskPair) close() {
 	p.mu.Unlock()
 }
 
+// resupply puts the receive queue's borrowed buffers back in its supply
+// and sets the frames sent in place aside for the transmit queue.
 func (p *xskPair) resupply() {
 	if p.rx != nil {
 		p.rx.Resupply()
@@ -66,21 +77,42 @@ func (p *xskPair) resupply() {
 
 // xskTx is a transmit queue's driver: each burst and completion nudge runs
 // under the pair's lock, after the receive queue's borrowed buffers have
-// been put back.
+// been put back and its frames the kernel has finished sending have been
+// handed to the transmit queue's returned ring.
 type xskTx struct {
-	q *eal.Queue
-	p *xskPair
+	q        *eal.Queue
+	p        *xskPair
+	returned *queue.Ring // the transmit queue's
 }
 
 var _ queue.PMD = xskTx{}
+
+// settle runs before and after each call into the driver.
+func (x xskTx) settle() {
+	x.p.resupply()
+	if x.p.rx != nil {
+		x.p.rx.ReturnLent(x.returned)
+	}
+}
 
 func (x xskTx) TxBurst(mbufs []uint64) int {
 	if !x.p.enter() {
 		return 0
 	}
 	defer x.p.mu.Unlock()
-	x.p.resupply()
-	return x.q.TxBurst(mbufs)
+	x.settle()
+	rx := x.p.rx
+	if rx != nil {
+		// Marked before the driver has them: it may complete them
+		// inside this very burst.
+		rx.LendFrames(mbufs)
+	}
+	n := x.q.TxBurst(mbufs)
+	if rx != nil {
+		rx.UnlendFrames(mbufs[max(n, 0):])
+	}
+	x.settle()
+	return n
 }
 
 func (x xskTx) RxBurst(out []uint64) int { return 0 }
@@ -91,7 +123,7 @@ func (x xskTx) Poke() {
 	}
 	defer x.p.mu.Unlock()
 	x.q.Poke()
-	x.p.resupply()
+	x.settle()
 }
 
 // xskRx is a receive queue's driver, under the pair's lock.

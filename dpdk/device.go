@@ -400,7 +400,10 @@ func (ps *portSetup) reserveRegion() error {
 func (ps *portSetup) setupTx() error {
 	c, d := ps.c, ps.d
 	for i := 0; i < c.txQueues; i++ {
-		mp, err := d.mempool(fmt.Sprintf("piot%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.txFrames, c.frameSize, ps.in.Socket)
+		// Its returned ring takes every frame in flight, which on
+		// net_af_xdp may be the receive queue's (sent in place) as well
+		// as its own: up to the ring depth.
+		mp, err := d.mempool(fmt.Sprintf("piot%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.txFrames, ps.txDepth, c.frameSize, ps.in.Socket)
 		if err != nil {
 			return err
 		}
@@ -410,7 +413,7 @@ func (ps *portSetup) setupTx() error {
 		pmd := &eal.Queue{Port: ps.port, Index: uint16(i)}
 		var driver queue.PMD = pmd
 		if ps.xsk {
-			driver = xskTx{q: pmd, p: ps.pairs[i]}
+			driver = xskTx{q: pmd, p: ps.pairs[i], returned: mp.Returned}
 		}
 		q, err := queue.NewTx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
@@ -432,7 +435,7 @@ func (ps *portSetup) setupTx() error {
 func (ps *portSetup) setupRx() error {
 	c, d := ps.c, ps.d
 	for i := 0; i < c.rxQueues; i++ {
-		mp, err := d.mempool(fmt.Sprintf("pior%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.rxFrames, c.frameSize, ps.in.Socket)
+		mp, err := d.mempool(fmt.Sprintf("pior%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.rxFrames, ps.rxFrames, c.frameSize, ps.in.Socket)
 		if err != nil {
 			return err
 		}
@@ -460,6 +463,11 @@ func (ps *portSetup) setupRx() error {
 		}
 		if pair != nil {
 			pair.rx = q
+			if i < len(d.Tx) {
+				if err := d.Tx[i].q.SendInPlace(q.Lend()); err != nil {
+					return err
+				}
+			}
 		}
 		d.Rx = append(d.Rx, &RxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd, pair: pair})
 		ps.first += ps.rxFrames
@@ -502,9 +510,11 @@ func (ps *portSetup) capabilities() packetio.Capabilities {
 	}
 }
 
-func (d *Device) mempool(name string, first, n, frameSize, socket int) (*eal.Mempool, error) {
+// mempool makes the mempool of n frames from frame first, with rings of at
+// least ringMin entries (and at least n).
+func (d *Device) mempool(name string, first, n, ringMin, frameSize, socket int) (*eal.Mempool, error) {
 	ring := 1
-	for ring < n {
+	for ring < max(n, ringMin) {
 		ring <<= 1
 	}
 	mp, err := eal.NewMempool(name, d.region, first*frameSize, n, frameSize, ring, socket)

@@ -75,8 +75,9 @@
 // every packet and needs frames of 4096 bytes (chosen by default for it);
 // net_af_xdp starts packets 256 bytes further into the buffer (so it too
 // gets 4096-byte frames by default) and transmits through the XDP socket of
-// the receive queue with the same index, copying each packet into a buffer
-// of that queue's pool: it needs a receive queue per transmit queue, and
-// the two queues of a pair share a lock around their bursts. Only net_tap
+// the receive queue with the same index, copying each packet that is not
+// from that queue's pool into a buffer of it (a forwarded frame is sent in
+// place): it needs a receive queue per transmit queue, and the two queues
+// of a pair share a lock around their bursts. Only net_tap
 // keeps checksum offloads after configure. See README.md for numbers.
 package dpdk

@@ -393,8 +393,14 @@ uint16_t pio_tx_burst(uint16_t port, uint16_t q, uint64_t *mbufs, uint16_t n)
 
 void pio_tx_poke(uint16_t port, uint16_t q)
 {
-	if (rte_eth_tx_done_cleanup(port, q, 0) == -ENOTSUP)
+	/* A driver without a cleanup call (net_af_xdp) reaps its completion
+	 * ring in a transmit burst, even an empty one. */
+	struct rte_mbuf *none[1];
+
+	if (rte_eth_tx_done_cleanup(port, q, 0) == -ENOTSUP) {
 		rte_eth_tx_descriptor_status(port, q, 0);
+		rte_eth_tx_burst(port, q, none, 0);
+	}
 }
 
 /* ---- counters ---- */

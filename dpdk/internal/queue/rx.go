@@ -17,6 +17,7 @@ type Rx struct {
 	descs       []packetio.Desc
 	back        []uint64
 	outstanding atomic.Int64
+	lent        *lending // frames a transmit queue sends in place (see inplace.go)
 
 	packets, bytes, filled, batches, poolEmpty atomic.Uint64
 	chained, badLen, notPosted                 atomic.Uint64
@@ -76,16 +77,19 @@ func (q *Rx) Fill(n int) int {
 }
 
 // DrainReturned takes back frames the driver freed to this queue's pool
-// (dropped packets, a stopped port, a transmit that copied).
+// (dropped packets, a stopped port, a transmit that copied). Frames a
+// transmit queue sent in place are kept for ReturnLent.
 func (q *Rx) DrainReturned() int {
 	got := 0
 	for q.cfg.Returned.Len() > 0 {
 		q.back = q.cfg.Returned.Pop(cap(q.back), q.back[:0])
 		for _, va := range q.back {
-			if f, ok := q.frameOf(va); ok {
-				q.pool.Done(f)
-				got++
+			f, ok := q.frameOf(va)
+			if !ok || q.backLent(va, f) {
+				continue
 			}
+			q.pool.Done(f)
+			got++
 		}
 	}
 	q.outstanding.Add(-int64(got))
@@ -94,32 +98,41 @@ func (q *Rx) DrainReturned() int {
 
 // Resupply moves mbufs the driver freed into this queue's pool straight
 // back to the supply ring, so they stay posted, and returns how many it
-// moved. It stops at the first address that is not one of this queue's
-// mbufs and leaves it for DrainReturned, which refuses it.
+// moved. Frames a transmit queue sent in place go to the hand-back ring
+// for ReturnLent instead. It stops at the first address that is not one of
+// this queue's mbufs and leaves it for DrainReturned, which refuses it.
 //
 // It is for drivers that borrow receive buffers for something else:
-// net_af_xdp copies every transmitted packet into a buffer it takes from
-// the receive queue's pool (its UMEM) and frees it there when the kernel
-// is done, so frames Fill posted come back through the returned ring
-// without ever having been received. Resupply touches only the two rings
-// and the queue's immutable configuration, never the Go-side pool: it may
-// run on another goroutine (the transmitting one) as long as every access
-// to the two rings, this queue's and the driver's, is serialised.
+// net_af_xdp copies every transmitted packet not of this pool into a buffer
+// it takes from the receive queue's pool (its UMEM) and frees it there
+// when the kernel is done, so frames Fill posted come back through the
+// returned ring without ever having been received. Resupply touches only
+// the rings, the lent marks and the queue's immutable configuration, never
+// the Go-side pool: it may run on another goroutine (the transmitting one)
+// as long as every access to them, this queue's and the driver's, is
+// serialised.
 func (q *Rx) Resupply() int {
 	ret, sup := q.cfg.Returned, q.cfg.Supply
-	n := min(ret.Len(), sup.Room())
+	n, room := ret.Len(), sup.Room()
 	h, t := *ret.head, *sup.tail
-	moved := 0
-	for ; moved < n; moved++ {
-		va := ret.buf[(h+uint32(moved))&ret.mask]
-		off := va - q.cfg.RegionVA - ObjHeader
-		if off&q.mask != 0 || !q.pool.Owns(off) {
+	moved, i := 0, 0
+	for ; i < n; i++ {
+		va := ret.buf[(h+uint32(i))&ret.mask]
+		off, ok := q.ownMbuf(va)
+		if !ok {
+			break
+		}
+		if q.backLent(va, off) {
+			continue
+		}
+		if moved == room {
 			break
 		}
 		sup.buf[(t+uint32(moved))&sup.mask] = va
+		moved++
 	}
 	*sup.tail = t + uint32(moved)
-	*ret.head = h + uint32(moved)
+	*ret.head = h + uint32(i)
 	return moved
 }
 

@@ -18,9 +18,11 @@ type Tx struct {
 	mbufs    []uint64
 	back     []uint64
 	inFlight atomic.Int64
+	inPlace  inPlace // a receive queue's frames sent with its pool (see inplace.go)
 
 	packets, bytes, completed, batches, completions atomic.Uint64
 	ringFull, poolEmpty, badDesc, pokes, badOffload atomic.Uint64
+	sentInPlace                                     atomic.Uint64
 }
 
 // NewTx returns a transmit queue over cfg with a full pool.
@@ -97,7 +99,7 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 		return 0, nil
 	}
 	var refusal error
-	built := 0
+	built, inPlace := 0, 0
 	var bytes uint64
 	for ; built < n; built++ {
 		d := descs[built]
@@ -124,7 +126,12 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 			flags, lens = t.checksumFlags(d)
 		}
 		m := frame + ObjHeader
-		t.r.prepareTx(m, t.cfg.PoolVA, uint16(d.Addr-frame-BufferStart), d.Len, flags, lens)
+		pool := t.cfg.PoolVA
+		if t.inPlace.owns(frame) {
+			pool = t.inPlace.pool
+			inPlace++
+		}
+		t.r.prepareTx(m, pool, uint16(d.Addr-frame-BufferStart), d.Len, flags, lens)
 		t.mbufs[built] = t.cfg.RegionVA + m
 		bytes += uint64(d.Len)
 	}
@@ -137,9 +144,12 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 	}
 	if sent < built {
 		t.unsend(descs[sent:built])
-		bytes = 0
+		bytes, inPlace = 0, 0
 		for _, d := range descs[:sent] {
 			bytes += uint64(d.Len)
+			if t.inPlace.owns(d.Addr &^ t.mask) {
+				inPlace++
+			}
 		}
 		refusal = nil // the refused suffix came first
 	}
@@ -148,6 +158,9 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 		t.packets.Add(uint64(sent))
 		t.bytes.Add(bytes)
 		t.batches.Add(1)
+		if inPlace > 0 {
+			t.sentInPlace.Add(uint64(inPlace))
+		}
 	}
 	return sent, refusal
 }
@@ -288,6 +301,7 @@ func (t *Tx) Stats() packetio.TxStats {
 			"pokes":         t.pokes.Load(),
 			"foreign":       t.fore.Load(),
 			"pool_rejected": t.pool.Rejected(),
+			"sent_in_place": t.sentInPlace.Load(),
 		},
 	}
 }

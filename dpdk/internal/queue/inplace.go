@@ -1,0 +1,169 @@
+package queue
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Sending a receive queue's frames in place.
+//
+// net_af_xdp sends an mbuf without copying it only when the mbuf belongs to
+// the mempool of the receive queue whose socket transmits it (that mempool
+// is the socket's UMEM), and frees it back to that mempool when the kernel
+// completes it. A forwarded frame written with the transmit queue's own
+// pool is copied into a buffer borrowed from the receive queue, on the
+// transmitting thread. So the transmit queue writes a frame of its paired
+// receive queue with the receive queue's pool (Tx.SendInPlace), and the
+// receive queue, whose returned ring the driver then frees it into, tells
+// it apart from its own borrowed buffers and hands it back to the transmit
+// queue (Rx.Lend, LendFrames, ReturnLent): Complete and Reclaim see it as
+// they see any other transmitted frame, so the ownership contract does not
+// change.
+//
+// Every call here except SendInPlace and Lend runs under the lock the
+// driver's two queues share: the lent marks, the receive queue's rings and
+// the hand-back ring are touched from both goroutines.
+
+// Span is a run of the region's frames and the mempool that owns them.
+type Span struct {
+	FirstFrame, Frames int
+	// PoolVA is the address of the rte_mempool the frames belong to.
+	PoolVA uint64
+}
+
+// inPlace is a transmit queue's view of the span it sends in place: byte
+// offsets [base, base+size) of the region, and their pool.
+type inPlace struct {
+	base, size uint64
+	pool       uint64
+}
+
+// owns reports whether the frame at offset frame is one of the span's.
+func (p *inPlace) owns(frame uint64) bool { return frame-p.base < p.size }
+
+// SendInPlace makes Transmit write the frames of s with s's pool, so a
+// driver that sends frames of that pool without a copy (net_af_xdp, for
+// its paired receive queue's frames) does so. The driver frees them into
+// s's pool, whose queue must hand them back through ReturnLent. Call it
+// before the first Transmit.
+func (t *Tx) SendInPlace(s Span) error {
+	fs := uint64(t.cfg.FrameSize)
+	base, size := uint64(s.FirstFrame)*fs, uint64(s.Frames)*fs
+	if s.FirstFrame < 0 || s.Frames <= 0 || base+size > t.size || s.PoolVA == 0 {
+		return fmt.Errorf("%s: in-place span of %d frames from %d with pool %#x is not inside the region", t.cfg.Name, s.Frames, s.FirstFrame, s.PoolVA)
+	}
+	t.inPlace = inPlace{base: base, size: size, pool: s.PoolVA}
+	return nil
+}
+
+// lending is a receive queue's record of its frames a transmit queue has
+// sent in place: one mark per frame, set while the driver holds it, and the
+// ring of those the driver has freed, waiting for ReturnLent.
+type lending struct {
+	marks []uint64 // bit i: frame i of the queue is lent
+	shift uint     // log2(frame size)
+	base  uint64   // offset of the queue's first frame
+	back  *Ring
+}
+
+// Lend prepares the queue for a transmit queue to send its frames in place
+// and returns the Span to give that queue's SendInPlace.
+func (q *Rx) Lend() Span {
+	if q.lent == nil {
+		ring := 1
+		for ring < q.cfg.Frames {
+			ring <<= 1
+		}
+		q.lent = &lending{
+			marks: make([]uint64, (q.cfg.Frames+63)/64),
+			shift: uint(bits.TrailingZeros(uint(q.cfg.FrameSize))),
+			base:  uint64(q.cfg.FirstFrame) * uint64(q.cfg.FrameSize),
+			back:  NewRing(ring), // every frame of the queue fits: none is there twice
+		}
+	}
+	return Span{FirstFrame: q.cfg.FirstFrame, Frames: q.cfg.Frames, PoolVA: q.cfg.PoolVA}
+}
+
+// ownMbuf is the frame offset of the driver address va when it is one of
+// this queue's mbufs.
+func (q *Rx) ownMbuf(va uint64) (uint64, bool) {
+	off := va - q.cfg.RegionVA - ObjHeader
+	return off, off&q.mask == 0 && q.pool.Owns(off)
+}
+
+// LendFrames marks the queue's frames among mbufs (a burst about to go to
+// the driver) as lent; others are ignored.
+func (q *Rx) LendFrames(mbufs []uint64) {
+	if q.lent == nil {
+		return
+	}
+	for _, va := range mbufs {
+		if off, ok := q.ownMbuf(va); ok {
+			i := (off - q.lent.base) >> q.lent.shift
+			q.lent.marks[i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+// UnlendFrames clears the marks LendFrames set on mbufs the driver did not
+// take.
+func (q *Rx) UnlendFrames(mbufs []uint64) {
+	if q.lent == nil {
+		return
+	}
+	for _, va := range mbufs {
+		if off, ok := q.ownMbuf(va); ok {
+			q.takeLent(off)
+		}
+	}
+}
+
+// takeLent clears the mark of the frame at off and reports whether it was
+// set.
+func (q *Rx) takeLent(off uint64) bool {
+	i := (off - q.lent.base) >> q.lent.shift
+	w, b := &q.lent.marks[i/64], uint64(1)<<(i%64)
+	if *w&b == 0 {
+		return false
+	}
+	*w &^= b
+	return true
+}
+
+// backLent routes a returned mbuf of this queue at off: a lent frame goes
+// to the hand-back ring and true is returned; any other frame is the
+// caller's to place.
+func (q *Rx) backLent(va, off uint64) bool {
+	if q.lent == nil || !q.pool.Owns(off) || !q.takeLent(off) {
+		return false
+	}
+	if !q.lent.back.PushOne(va) {
+		q.fail("lent frame %#x came back twice", off) // the ring holds every frame once
+	}
+	return true
+}
+
+// NumLentBack is how many lent frames wait for ReturnLent.
+func (q *Rx) NumLentBack() int {
+	if q.lent == nil {
+		return 0
+	}
+	return q.lent.back.Len()
+}
+
+// ReturnLent moves lent frames the driver has freed into to, the transmit
+// queue's returned ring, as many as it has room for, and returns how many.
+func (q *Rx) ReturnLent(to *Ring) int {
+	if q.lent == nil {
+		return 0
+	}
+	back := q.lent.back
+	n := min(back.Len(), to.Room())
+	h, t := *back.head, *to.tail
+	for i := 0; i < n; i++ {
+		to.buf[(t+uint32(i))&to.mask] = back.buf[(h+uint32(i))&back.mask]
+	}
+	*to.tail = t + uint32(n)
+	*back.head = h + uint32(n)
+	return n
+}

@@ -1,0 +1,267 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/packetio/packetio"
+)
+
+// xskFake is net_af_xdp's transmit queue as the fake models it: an mbuf of
+// the receive queue's pool (its UMEM) is sent in place and freed to that
+// pool at completion; any other is copied into a buffer taken from the
+// receive queue's supply, freed at once, and the buffer freed to the
+// receive pool at completion. In front of it sits what the dpdk package's
+// xskTx does under the pair's lock: put borrowed buffers back, hand lent
+// frames to the transmit queue, mark the burst lent, unmark what the driver
+// did not take.
+type xskFake struct {
+	*fakePMD
+	rx       *Rx
+	rxPool   uint64
+	returned *Ring // the transmit queue's
+	copies   int
+}
+
+func (x *xskFake) settle() {
+	x.rx.Resupply()
+	x.rx.ReturnLent(x.returned)
+}
+
+func (x *xskFake) TxBurst(mbufs []uint64) int {
+	x.settle()
+	x.rx.LendFrames(mbufs)
+	n := x.burst(mbufs)
+	x.rx.UnlendFrames(mbufs[n:])
+	x.settle()
+	return n
+}
+
+func (x *xskFake) Poke() { x.fakePMD.Poke(); x.settle() }
+
+// burst is the driver's af_xdp_tx_zc.
+func (x *xskFake) burst(mbufs []uint64) int {
+	f := x.fakePMD
+	f.txCalls++
+	f.complete()
+	n := len(mbufs)
+	if f.accept > 0 && n > f.accept {
+		n = f.accept
+	}
+	for i, va := range mbufs[:n] {
+		m := va - testRegionVA
+		if ne.Uint64(f.r[m+offPool:]) == x.rxPool {
+			f.pending = append(f.pending, va)
+			continue
+		}
+		var buf [1]uint64
+		if !x.rx.cfg.Supply.PopBulk(buf[:]) {
+			return i
+		}
+		dataOff, _, l, _ := f.r.rxRead(m)
+		b := buf[0] - testRegionVA
+		f.r.prepareTx(b, x.rxPool, Headroom, uint32(l), 0, 0)
+		copy(f.r[b+MbufSize+Headroom:], f.r[m+MbufSize+uint64(dataOff):][:l])
+		x.copies++
+		f.free(va)
+		f.pending = append(f.pending, buf[0])
+	}
+	return n
+}
+
+// xskRig is a receive queue and a transmit queue paired as net_af_xdp
+// pairs them.
+func xskRig(t testing.TB, inPlace bool) (*Rx, *Tx, *xskFake) {
+	t.Helper()
+	g := newRig(t, 1024)
+	rx := g.rx(512, 512)
+	tc := g.cfg(512, 0xa000+uint64(g.next))
+	x := &xskFake{fakePMD: g.pmd, rx: rx, rxPool: rx.cfg.PoolVA, returned: tc.Returned}
+	tc.PMD = x
+	tx, err := NewTx(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inPlace {
+		if err := tx.SendInPlace(rx.Lend()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rx.Fill(512)
+	return rx, tx, x
+}
+
+func (x *xskFake) feed(n int) {
+	for i := 0; i < n; i++ {
+		x.incoming = append(x.incoming, make([]byte, 64))
+	}
+}
+
+// TestForwardedFramesAreSentInPlace: a frame received on the paired queue
+// and transmitted goes to the driver with the receive queue's pool, so the
+// driver copies nothing, and comes back through the transmit queue's
+// Reclaim like any other frame. Without SendInPlace every forwarded frame
+// is copied.
+func TestForwardedFramesAreSentInPlace(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		rx, tx, x := xskRig(t, inPlace)
+		x.feed(16)
+		d := rx.Receive(16)
+		if n, err := tx.Transmit(d); n != 16 || err != nil {
+			t.Fatalf("forwarded %d, %v", n, err)
+		}
+		wantCopies, wantInPlace := 16, uint64(0)
+		if inPlace {
+			wantCopies, wantInPlace = 0, 16
+		}
+		if x.copies != wantCopies || tx.Stats().Backend["sent_in_place"] != wantInPlace {
+			t.Fatalf("in place %v: the driver copied %d, sent_in_place %d; want %d, %d", inPlace, x.copies, tx.Stats().Backend["sent_in_place"], wantCopies, wantInPlace)
+		}
+		x.compThresh = 1
+		var back []packetio.Desc
+		for i := 0; i < 3 && len(back) < 16; i++ {
+			back = tx.Reclaim(1<<20, back)
+		}
+		if len(back) != 16 || tx.NumInFlight() != 0 {
+			t.Fatalf("in place %v: reclaimed %d of 16, %d still in flight", inPlace, len(back), tx.NumInFlight())
+		}
+		for _, b := range back {
+			if !rx.Owns(b.Addr) {
+				t.Fatalf("in place %v: reclaimed %#x, not a receive frame", inPlace, b.Addr)
+			}
+		}
+		rx.Recycle(back)
+		rx.Fill(0)
+		if got := rx.NumFreeFrames() + rx.NumOutstanding(); got != 512 || rx.Err() != nil || tx.Err() != nil {
+			t.Fatalf("in place %v: receive side holds %d frames, want 512; errors %v, %v", inPlace, got, rx.Err(), tx.Err())
+		}
+	}
+}
+
+// TestLentFramesSurviveFill: a lent frame the driver freed is in the
+// receive queue's returned ring; a Fill there before the transmit queue's
+// next burst must not take it into the receive pool.
+func TestLentFramesSurviveFill(t *testing.T) {
+	rx, tx, x := xskRig(t, true)
+	x.feed(8)
+	d := rx.Receive(8)
+	tx.Transmit(d)
+	x.compThresh = 1
+	x.fakePMD.Poke() // the driver completes them; nothing settles yet
+	if rx.cfg.Returned.Len() != 8 {
+		t.Fatalf("returned ring holds %d, want the 8 sent", rx.cfg.Returned.Len())
+	}
+	free := rx.NumFreeFrames()
+	rx.Fill(0)
+	if rx.NumFreeFrames() != free || rx.NumLentBack() != 8 {
+		t.Fatalf("Fill took lent frames: free %d (was %d), waiting to go back %d", rx.NumFreeFrames(), free, rx.NumLentBack())
+	}
+	if back := tx.Reclaim(1<<20, nil); len(back) != 8 {
+		t.Fatalf("reclaimed %d, want 8", len(back))
+	}
+}
+
+// TestInPlaceForwardingConservesFrames: forwarding mixed with the transmit
+// queue's own frames, the driver taking short bursts now and then, keeps
+// every frame somewhere and leaves no frame marked lent.
+func TestInPlaceForwardingConservesFrames(t *testing.T) {
+	rx, tx, x := xskRig(t, true)
+	x.accept = 50
+	back := make([]packetio.Desc, 0, 512)
+	for i := 0; i < 5000; i++ {
+		x.feed(64 - len(x.incoming))
+		d := rx.Receive(64)
+		n, _ := tx.Transmit(d)
+		rx.Recycle(d[n:])
+		back = sendHome(rx, tx, tx.Reclaim(1<<20, back[:0]))
+		rx.Fill(rx.NumFreeFillSlots())
+		if i%7 == 0 {
+			d := build(t, tx, 8)
+			n, _ := tx.Transmit(d)
+			tx.Free(d[n:])
+		}
+		total := rx.NumFreeFrames() + rx.cfg.Supply.Len() + len(x.cache) + rx.NumLentBack() + rx.cfg.Returned.Len()
+		for _, va := range x.pending {
+			if _, ok := rx.ownMbuf(va); ok {
+				total++
+			}
+		}
+		if total+inRing(rx, tx.cfg.Returned) != 512 {
+			t.Fatalf("round %d: %d receive frames accounted for, want 512", i, total+inRing(rx, tx.cfg.Returned))
+		}
+	}
+	x.compThresh = 1
+	for i := 0; i < 10 && tx.NumInFlight() > 0; i++ {
+		back = sendHome(rx, tx, tx.Reclaim(1<<20, back[:0]))
+	}
+	rx.Fill(0)
+	if rx.NumFreeFrames()+rx.NumOutstanding() != 512 || tx.NumFreeFrames() != 512 {
+		t.Fatalf("receive %d + %d, transmit %d: a pool gained or lost frames", rx.NumFreeFrames(), rx.NumOutstanding(), tx.NumFreeFrames())
+	}
+	for i, w := range rx.lent.marks {
+		if w != 0 {
+			t.Fatalf("marks word %d = %#x after everything came back", i, w)
+		}
+	}
+	s := tx.Stats()
+	if s.Backend["sent_in_place"] == 0 || x.copies == 0 || rx.Stats().Backend["pool_rejected"] != 0 || s.Backend["pool_rejected"] != 0 || rx.Err() != nil || tx.Err() != nil {
+		t.Fatalf("in place %d, copies %d (own frames), rx %v, tx %v", s.Backend["sent_in_place"], x.copies, rx.Stats().Backend, s.Backend)
+	}
+}
+
+// sendHome gives reclaimed frames back to the queue they belong to.
+func sendHome(rx *Rx, tx *Tx, back []packetio.Desc) []packetio.Desc {
+	for _, b := range back {
+		if rx.Owns(b.Addr) {
+			rx.Recycle([]packetio.Desc{b})
+		} else {
+			tx.Free([]packetio.Desc{b})
+		}
+	}
+	return back
+}
+
+// inRing counts the receive queue's frames waiting in r.
+func inRing(rx *Rx, r *Ring) int {
+	n := 0
+	for i := 0; i < r.Len(); i++ {
+		if _, ok := rx.ownMbuf(r.buf[(*r.head+uint32(i))&r.mask]); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSendInPlaceRefusesASpanOutsideTheRegion: a span the region does not
+// hold, or with no pool, is refused before any transmit uses it.
+func TestSendInPlaceRefusesASpanOutsideTheRegion(t *testing.T) {
+	g := newRig(t, 64)
+	tx := g.tx(32)
+	for _, s := range []Span{
+		{FirstFrame: 32, Frames: 64, PoolVA: 1},
+		{FirstFrame: -1, Frames: 8, PoolVA: 1},
+		{FirstFrame: 32, Frames: 0, PoolVA: 1},
+		{FirstFrame: 32, Frames: 8},
+	} {
+		if err := tx.SendInPlace(s); err == nil {
+			t.Errorf("SendInPlace(%+v) accepted", s)
+		}
+	}
+}
+
+func TestInPlaceForwardingAllocatesNothing(t *testing.T) {
+	rx, tx, x := xskRig(t, true)
+	x.compThresh = 1
+	back := make([]packetio.Desc, 0, 512)
+	pkts := make([][]byte, 64)
+	for i := range pkts {
+		pkts[i] = make([]byte, 64)
+	}
+	x.incoming = make([][]byte, 0, 64)
+	x.pending = make([]uint64, 0, 1024)
+	if a := testing.AllocsPerRun(200, func() {
+		x.incoming = append(x.incoming[:0], pkts...)
+		back = forward(rx, tx, back)
+	}); a != 0 {
+		t.Fatalf("%v allocations per forwarding round", a)
+	}
+}
