@@ -183,7 +183,7 @@ func linkRxPackets(t *testing.T, h *netns.Host) uint64 {
 	return n
 }
 
-// TestAFXDPTransmitsWithoutReceiving: net_af_xdp copies every transmitted
+// TestAFXDPTransmitsWithoutReceiving: net_af_xdp copies every built
 // packet into a buffer of the receive queue's pool (its UMEM), and the
 // kernel hands those back through that pool. A program that only
 // transmits, and never touches the receive queue, must still be able to
