@@ -66,18 +66,25 @@ func newReceiver(ep *Endpoint, irs seqnum.Value, rcvWnd seqnum.Size, rcvWndScale
 }
 
 // acceptable checks if the segment sequence number range is acceptable
-// according to the table on page 26 of RFC 793.
+// according to the table on page 26 of RFC 793 (RFC 9293, section 3.10.7.4).
+//
+// The receive window it tests against is the part of the window last
+// advertised to the peer that RcvNxt has not reached yet: from RcvNxt to
+// rcvWUP + rcvWnd, as Linux does (tcp_sequence and tcp_receive_window).
+// getSendParams never moves that right edge to the left, so it is at or
+// beyond every right edge the peer has been offered; a segment the peer
+// sent inside any of them, and every ACK whose sequence number lies inside
+// them, is acceptable.
+//
+// It must not be RcvNxt plus the last window rounded down to whole
+// window-scale units: when less than one unit of the advertised window is
+// left, that rounds to zero, and the peer's retransmissions inside the
+// window, and its ACKs (whose sequence number is its SND.NXT, past RcvNxt
+// by the bytes it has in flight), are all dropped. Neither side then
+// moves again: the peer waits for its data to be acknowledged, and this
+// endpoint for its own.
 func (r *receiver) acceptable(segSeq seqnum.Value, segLen seqnum.Size) bool {
-	// r.rcvWnd could be much larger than the window size we advertised in our
-	// outgoing packets, we should use what we have advertised for acceptability
-	// test.
-	scaledWindowSize := r.rcvWnd >> r.RcvWndScale
-	if scaledWindowSize > math.MaxUint16 {
-		// This is what we actually put in the Window field.
-		scaledWindowSize = math.MaxUint16
-	}
-	advertisedWindowSize := scaledWindowSize << r.RcvWndScale
-	return header.Acceptable(segSeq, segLen, r.RcvNxt, r.RcvNxt.Add(advertisedWindowSize))
+	return header.Acceptable(segSeq, segLen, r.RcvNxt, r.RcvNxt.Add(r.currentWindow()))
 }
 
 // currentWindow returns the available space in the window that was advertised
