@@ -25,3 +25,7 @@ require (
 )
 
 replace github.com/packetio/packetio => ../
+
+// gVisor with the patches in third_party/gvisor/patches (see its update.sh
+// and README.md, "An echo could stall for good").
+replace gvisor.dev/gvisor => ./third_party/gvisor
