@@ -78,7 +78,7 @@ import (
 type options struct {
 	backend, iface, ip, mac, client, mode, gw string
 	neighbors                                 string
-	port, runs, size, conns                   int
+	port, runs, size, conns, many             int
 	bytes                                     int64
 	stats, rr                                 time.Duration
 	noGSO, noGRO, force, lowLatency           bool
@@ -158,6 +158,7 @@ func main() {
 	flag.DurationVar(&o.rr, "rr", 2*time.Second, "self-test: request/response round trips for this long (0: skip)")
 	flag.IntVar(&o.size, "size", 64, "request and response size for -rr")
 	flag.IntVar(&o.conns, "conns", 1, "self-test: connections doing round trips at once for -rr")
+	flag.IntVar(&o.many, "many", 0, "self-test: N connections open at once, each moving -bytes (default 1 MiB here) in -mode; all must complete; reports memory per connection")
 	flag.IntVar(&o.runs, "runs", 3, "self-test: runs of each measurement")
 	flag.BoolVar(&o.noGSO, "no-gso", false, "afpacket: open without PACKET_VNET_HDR; the stack cuts its own segments")
 	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
@@ -185,6 +186,9 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	list, err := backendList(o.backend)
+	if err == nil {
+		err = manyDefaults(&o)
+	}
 	switch {
 	case err != nil:
 	case o.mode != "echo" && o.mode != "sink" && o.mode != "source":
@@ -554,7 +558,10 @@ func printStats(s *netstack.Stack) {
 }
 
 // result is one run's numbers.
-type result struct{ gbps, rps float64 }
+type result struct {
+	gbps, rps float64
+	many      *manyResult // with -many
+}
 
 // selfTest measures netstack on every backend of -backend, and the
 // kernel, on one veth pair.
@@ -719,6 +726,9 @@ func measureKernel(o options, pair *netns.Pair) (result, error) {
 // measure serves on l and runs the kernel client on B against addr: one
 // transfer in -mode, then round trips against an echo of the same server.
 func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, error) {
+	if o.many > 0 {
+		return measureMany(o, pair, l, addr)
+	}
 	done := make(chan struct{})
 	defer func() { l.Close(); <-done }()
 	go func() {
