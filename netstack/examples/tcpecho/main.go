@@ -80,7 +80,7 @@ type options struct {
 	neighbors                                 string
 	port, runs, size, conns, many             int
 	bytes                                     int64
-	stats, rr                                 time.Duration
+	stats, rr, rxSpin                         time.Duration
 	noGSO, noGRO, force, lowLatency           bool
 	generic, noTxCsum, rack                   bool
 }
@@ -164,7 +164,8 @@ func main() {
 	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
 	flag.BoolVar(&o.rack, "rack", false, "use gVisor's RACK-TLP loss detection (netstack.Config.RACK)")
 	flag.BoolVar(&o.noGRO, "no-gro", false, "do not merge received TCP segments before the stack")
-	flag.BoolVar(&o.lowLatency, "low-latency", false, "afpacket: TPACKET_V2 rings woken per packet (request/response), not 1 ms blocks")
+	flag.BoolVar(&o.lowLatency, "low-latency", true, "afpacket: TPACKET_V2 rings woken per packet (WithLowLatency); -low-latency=false: TPACKET_V3 blocks handed over when full or 1 ms after their first packet")
+	flag.DurationVar(&o.rxSpin, "rx-spin", 0, "netstack.Config.RxSpin: how long a busy receive queue is looked at before the goroutine sleeps (0: the default, negative: never)")
 	flag.BoolVar(&o.generic, "generic", false, "afxdp: attach in generic (SKB) mode instead of the best the driver offers")
 	flag.BoolVar(&o.noTxCsum, "no-tx-csum", false, "afxdp: compute TCP checksums in the stack instead of asking the device (WithTxChecksumOffload)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -258,8 +259,8 @@ func describe(o options, backend string) string {
 	if o.noGSO {
 		d = backend + ", stack segments"
 	}
-	if o.lowLatency {
-		d += ", low-latency receive"
+	if !o.lowLatency {
+		d += ", TPACKET_V3 receive blocks"
 	}
 	return d
 }
@@ -302,6 +303,7 @@ func stackConfig(o options) (netstack.Config, error) {
 	cfg.Addr = p
 	cfg.NoGRO = o.noGRO
 	cfg.RACK = o.rack
+	cfg.RxSpin = o.rxSpin
 	ifc, err := net.InterfaceByName(o.iface)
 	if err != nil {
 		return cfg, err
@@ -695,7 +697,7 @@ func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Pre
 	if first {
 		fmt.Println(deviceLine(dev))
 	}
-	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack})
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin})
 	if err != nil {
 		return result{}, err
 	}
