@@ -68,6 +68,16 @@ type Config struct {
 	// 1 MiB echo in 30 over a pipe dropping on full rings, at MTU 576;
 	// none in 1,900 with RACK off). The README has the measurements.
 	RACK bool
+	// RxSpin is how long a receive goroutine keeps looking at a busy
+	// queue that went empty before it sleeps in the device's Poll, on
+	// devices whose Poll sleeps (Capabilities().BlockingPoll: afpacket,
+	// afxdp). A queue is busy when its last two batches came less than
+	// RxSpin apart: under a bulk transfer the next batch is then found
+	// without a sleep and a wake-up, while a lone request, further apart,
+	// makes the goroutine sleep at once. Zero means DefaultRxSpin; negative
+	// never spins; at most 1 ms. The spin yields to other goroutines
+	// (runtime.Gosched) but keeps a CPU busy while it lasts.
+	RxSpin time.Duration
 }
 
 // Defaults used when a Config field is zero.
@@ -75,6 +85,8 @@ const (
 	DefaultMTU        = 1500
 	DefaultBufferSize = 4 << 20
 	DefaultTxWait     = 5 * time.Millisecond
+	DefaultRxSpin     = 20 * time.Microsecond
+	maxRxSpin         = time.Millisecond
 	maxBufferSize     = 64 << 20
 )
 
@@ -255,6 +267,14 @@ func (c Config) resolve(caps packetio.Capabilities) (resolved, error) {
 	}
 	if r.TxWait == 0 {
 		r.TxWait = DefaultTxWait
+	}
+	switch {
+	case c.RxSpin > maxRxSpin:
+		return r, bad("RxSpin %v is above %v (negative never spins, 0 is %v)", c.RxSpin, maxRxSpin, DefaultRxSpin)
+	case c.RxSpin == 0:
+		r.RxSpin = DefaultRxSpin
+	case c.RxSpin < 0:
+		r.RxSpin = 0
 	}
 	return r, nil
 }

@@ -78,9 +78,9 @@ import (
 type options struct {
 	backend, iface, ip, mac, client, mode, gw string
 	neighbors                                 string
-	port, runs, size, conns                   int
+	port, runs, size, conns, many             int
 	bytes                                     int64
-	stats, rr                                 time.Duration
+	stats, rr, rxSpin                         time.Duration
 	noGSO, noGRO, force, lowLatency           bool
 	generic, noTxCsum, rack                   bool
 }
@@ -158,12 +158,14 @@ func main() {
 	flag.DurationVar(&o.rr, "rr", 2*time.Second, "self-test: request/response round trips for this long (0: skip)")
 	flag.IntVar(&o.size, "size", 64, "request and response size for -rr")
 	flag.IntVar(&o.conns, "conns", 1, "self-test: connections doing round trips at once for -rr")
+	flag.IntVar(&o.many, "many", 0, "self-test: N connections open at once, each moving -bytes (default 1 MiB here) in -mode; all must complete; reports memory per connection")
 	flag.IntVar(&o.runs, "runs", 3, "self-test: runs of each measurement")
 	flag.BoolVar(&o.noGSO, "no-gso", false, "afpacket: open without PACKET_VNET_HDR; the stack cuts its own segments")
 	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
 	flag.BoolVar(&o.rack, "rack", false, "use gVisor's RACK-TLP loss detection (netstack.Config.RACK)")
 	flag.BoolVar(&o.noGRO, "no-gro", false, "do not merge received TCP segments before the stack")
-	flag.BoolVar(&o.lowLatency, "low-latency", false, "afpacket: TPACKET_V2 rings woken per packet (request/response), not 1 ms blocks")
+	flag.BoolVar(&o.lowLatency, "low-latency", true, "afpacket: TPACKET_V2 rings woken per packet (WithLowLatency); -low-latency=false: TPACKET_V3 blocks handed over when full or 1 ms after their first packet")
+	flag.DurationVar(&o.rxSpin, "rx-spin", 0, "netstack.Config.RxSpin: how long a busy receive queue is looked at before the goroutine sleeps (0: the default, negative: never)")
 	flag.BoolVar(&o.generic, "generic", false, "afxdp: attach in generic (SKB) mode instead of the best the driver offers")
 	flag.BoolVar(&o.noTxCsum, "no-tx-csum", false, "afxdp: compute TCP checksums in the stack instead of asking the device (WithTxChecksumOffload)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -185,6 +187,9 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	list, err := backendList(o.backend)
+	if err == nil {
+		err = manyDefaults(&o)
+	}
 	switch {
 	case err != nil:
 	case o.mode != "echo" && o.mode != "sink" && o.mode != "source":
@@ -254,8 +259,8 @@ func describe(o options, backend string) string {
 	if o.noGSO {
 		d = backend + ", stack segments"
 	}
-	if o.lowLatency {
-		d += ", low-latency receive"
+	if !o.lowLatency {
+		d += ", TPACKET_V3 receive blocks"
 	}
 	return d
 }
@@ -298,6 +303,7 @@ func stackConfig(o options) (netstack.Config, error) {
 	cfg.Addr = p
 	cfg.NoGRO = o.noGRO
 	cfg.RACK = o.rack
+	cfg.RxSpin = o.rxSpin
 	ifc, err := net.InterfaceByName(o.iface)
 	if err != nil {
 		return cfg, err
@@ -554,7 +560,10 @@ func printStats(s *netstack.Stack) {
 }
 
 // result is one run's numbers.
-type result struct{ gbps, rps float64 }
+type result struct {
+	gbps, rps float64
+	many      *manyResult // with -many
+}
 
 // selfTest measures netstack on every backend of -backend, and the
 // kernel, on one veth pair.
@@ -688,7 +697,7 @@ func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Pre
 	if first {
 		fmt.Println(deviceLine(dev))
 	}
-	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack})
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin})
 	if err != nil {
 		return result{}, err
 	}
@@ -719,6 +728,9 @@ func measureKernel(o options, pair *netns.Pair) (result, error) {
 // measure serves on l and runs the kernel client on B against addr: one
 // transfer in -mode, then round trips against an echo of the same server.
 func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, error) {
+	if o.many > 0 {
+		return measureMany(o, pair, l, addr)
+	}
 	done := make(chan struct{})
 	defer func() { l.Close(); <-done }()
 	go func() {
