@@ -208,4 +208,24 @@ type Capabilities struct {
 	// limit, lowered to the device's where visible. It is a ceiling, not
 	// the number open.
 	MaxQueues int
+	// SteeringCopies is true when the device's steering filter picks the
+	// frames that reach its receive queues without taking them from the
+	// kernel: the kernel's stack still gets its own copy of every frame
+	// (afpacket: a packet socket is a tap). It is false where steering
+	// takes matching frames away from the kernel (afxdp) and where the
+	// device was opened without steering.
+	SteeringCopies bool
+	// TxTimestamps is true when transmit queues implement
+	// TimestampTransmitter and the device really stamps departures.
+	TxTimestamps bool
+	// ReadyFD is true when the queues implement ReadyNotifier: a file
+	// descriptor that polls readable when the queue has work, so one
+	// goroutine can wait on many queues with epoll.
+	ReadyFD bool
+	// NUMABound is true when the frame memory was bound to one NUMA node,
+	// NUMANode, with a memory policy; false when the kernel placed it.
+	NUMABound bool
+	// NUMANode is the node the frame memory is bound to. It means something
+	// only when NUMABound is true.
+	NUMANode int
 }
