@@ -15,8 +15,10 @@ import (
 // counter, on the socket's error queue, which TxTimestamps reads with
 // recvmmsg(MSG_ERRQUEUE). Both transmit paths (the PACKET_TX_RING and
 // sendmmsg) and PACKET_QDISC_BYPASS keep working with it. It costs the
-// kernel a small stamp buffer per packet and the reader a system call per
-// batch of up to 64 stamps; stamps not read pile up to the socket's receive
+// kernel a small stamp buffer queued per packet and the reader a system call
+// per batch of up to 64 stamps: 64-byte frames on a veth go out at 1.11
+// Mpps instead of 2.33, 897 ns a packet instead of 428, stamps read
+// included (BenchmarkTransmitTxStamps, medians of 5). Stamps not read pile up to the socket's receive
 // buffer (8 MiB, some ten thousand stamps) and the later ones are lost
 // (TxStats.Backend "tx_stamp_gaps" counts missing numbers). A driver that
 // never calls skb_tx_timestamp gives no stamps; veth does.
