@@ -21,9 +21,12 @@ type TimestampReceiver interface {
 
 // TxStamp is the departure stamp of one transmitted packet.
 type TxStamp struct {
-	// Seq numbers the packet: the Seq-th packet (from 0) its queue accepted
-	// in Transmit, TransmitOffload, TransmitGather or SendFunc since the
-	// device was opened. A chain of OptContinued frames is one packet.
+	// Seq numbers the packet: the Seq-th packet (from 0) its queue handed
+	// to the device through Transmit, TransmitOffload, TransmitGather or
+	// SendFunc since the device was opened, in the order they were
+	// accepted. A chain of OptContinued frames is one packet. A backend
+	// documents what takes no number (afpacket: a packet the kernel
+	// refused outright, counted in TxStats.Errors).
 	Seq uint64
 	// Time is when the packet left, in nanoseconds on the clock the
 	// backend documents. Never zero.
