@@ -122,6 +122,11 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		q := newTxQueue(d, i, s.fd, d.reg, p, cfg.gso, cfg.multiBuffer)
 		q.maxLen = maxTxLen
 		q.ring = s.txr
+		if cfg.txStamps {
+			if err := q.enableTxStamps(); err != nil {
+				return nil, fail("tx %d: SO_TIMESTAMPING: %w", i, err)
+			}
+		}
 		d.Tx = append(d.Tx, q)
 	}
 	for i := range cfg.rxQueues {
@@ -145,6 +150,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		Offload:           cfg.gso,
 		GatherTx:          cfg.txQueues > 0,
 		RxTimestamps:      cfg.rxQueues > 0,
+		TxTimestamps:      cfg.txStamps && cfg.txQueues > 0,
 		BlockingPoll:      true,
 		SharedRegion:      true,
 		HandsBackFrames:   true,

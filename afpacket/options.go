@@ -67,6 +67,7 @@ type config struct {
 	multiBuffer             bool
 	lowLatency              bool
 	qdisc                   bool
+	txStamps                bool
 }
 
 // WithQueues sets both the transmit and the receive queue count to n.
@@ -196,12 +197,13 @@ type resolved struct {
 	lowLatency                         bool
 	v2FrameSize, v2BlockSize, v2Blocks int
 	qdisc                              bool
+	txStamps                           bool // WithTxTimestamps
 }
 
 // resolve fills in defaults and refuses what cannot work. The error wraps
 // packetio.ErrInvalid and names the option and its value.
 func (c config) resolve() (resolved, error) {
-	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer, lowLatency: c.lowLatency, qdisc: c.qdisc}
+	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer, lowLatency: c.lowLatency, qdisc: c.qdisc, txStamps: c.txStamps}
 	if c.txSet {
 		r.txQueues = c.txQueues
 	}

@@ -16,7 +16,7 @@ func fuzzOptions(b []byte) (string, []Option) {
 	name := in.Name("veth0")
 	var opts []Option
 	for in.More() && len(opts) < 16 {
-		kind, v := in.Kind(11), in.Int32()
+		kind, v := in.Kind(12), in.Int32()
 		switch kind {
 		case 0:
 			opts = append(opts, WithQueues(v))
@@ -40,6 +40,8 @@ func fuzzOptions(b []byte) (string, []Option) {
 			opts = append(opts, nil)
 		case 10:
 			opts = append(opts, WithFrames(v<<16)) // big counts
+		case 11:
+			opts = append(opts, WithTxTimestamps())
 		}
 	}
 	return name, opts

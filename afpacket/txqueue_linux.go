@@ -58,6 +58,8 @@ type TxQueue struct {
 	// WithMultiBuffer).
 	ring *txRing
 	room int // bytes a region frame holds past its headroom
+	// stamper reads departure stamps (WithTxTimestamps), nil without.
+	stamper *txStamper
 
 	closed atomic.Bool
 	failed atomic.Bool
@@ -714,7 +716,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 // Stats returns the queue's counters. Safe from any goroutine.
 func (q *TxQueue) Stats() (packetio.TxStats, error) {
 	dropped, rejected := q.dropped.Load(), q.rejected.Load()
-	return packetio.TxStats{
+	st := packetio.TxStats{
 		Packets:   q.packets.Load(),
 		Bytes:     q.bytes.Load(),
 		Completed: q.completed.Load(),
@@ -733,7 +735,13 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 			"sends":          q.sends.Load(),
 			"wrong_format":   q.wrongFormat.Load(),
 		},
-	}, nil
+	}
+	if s := q.stamper; s != nil {
+		st.Backend["tx_stamps"] = s.stamps.Load()
+		st.Backend["tx_stamp_gaps"] = s.gaps.Load()
+		st.Backend["tx_stamp_errors"] = s.errs.Load()
+	}
+	return st, nil
 }
 
 // Close stops the queue; it is idempotent. The socket belongs to the Device.

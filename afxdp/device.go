@@ -58,6 +58,11 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 	if err := c.validate(); err != nil {
 		return fail(err)
 	}
+	if c.txStamps {
+		if err := checkTxStamps(ifname); err != nil {
+			return fail(err)
+		}
+	}
 	match, err := c.steeringMatch(func() ([][6]byte, error) { return localMACs(ifname) })
 	if err != nil {
 		return fail(err)

@@ -37,6 +37,7 @@ type config struct {
 	txCsum      bool
 	match       *filter.Match
 	stamps      bool
+	txStamps    bool // WithTxTimestamps: refused (txstamp.go)
 	busySet     bool
 	busyUsecs   int
 	busyBudget  int

@@ -42,7 +42,7 @@ func fuzzOptions(b []byte) []Option {
 		case 7:
 			opts = append(opts, WithMultiBuffer())
 		case 8:
-			opts = append(opts, WithTxChecksumOffload(), WithTimestamps())
+			opts = append(opts, WithTxChecksumOffload(), WithTimestamps(), WithTxTimestamps())
 		case 9:
 			opts = append(opts, WithXDP(xdp.WithBusyPoll(next(), next())))
 		case 10:

@@ -28,6 +28,7 @@ type config struct {
 	promiscuous bool
 	checksums   bool
 	tso         bool
+	txStamps    bool // WithTxTimestamps: refused (txstamp.go)
 }
 
 // Defaults and limits.
@@ -139,6 +140,9 @@ func (c *config) validate() error {
 		if k.bad {
 			return fmt.Errorf("%s: %s: %w", k.opt, k.why, packetio.ErrInvalid)
 		}
+	}
+	if c.txStamps {
+		return errTxStamps()
 	}
 	if c.steering != nil {
 		if err := c.steering.Validate(); err != nil {

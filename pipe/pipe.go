@@ -11,6 +11,11 @@
 // no receive queue at the far end drops what it sends and counts it in
 // Backend["no_receiver"].
 //
+// A pipe has no clock: it stamps neither arrivals nor departures
+// (Capabilities RxTimestamps and TxTimestamps are false, and its queues are
+// not packetio.TimestampTransmitter). A stamp taken in Transmit would only
+// say when the program called, which the program knows already.
+//
 //	a, b, err := pipe.New(pipe.WithQueues(2))
 package pipe
 

@@ -12,6 +12,15 @@
 // with clock_gettime(CLOCK_MONOTONIC), the clock of Go's monotonic time).
 // On a backend that steers (afxdp) both ends take only UDP to port 7777.
 //
+// Where both stamps exist it also reports one-way latency: the departure
+// stamp of each ping at the measuring end (afpacket, opened
+// WithTxTimestamps: CLOCK_REALTIME as the driver takes the frame) to the
+// reflector's arrival stamp, which the reflector writes into the frame it
+// turns around (8 bytes and a clock tag behind the sequence number) when
+// its stamps are on CLOCK_REALTIME. The first line ends with which stamps
+// the one-way figure uses, or why there is none. Across two hosts it is as
+// good as their clock synchronisation.
+//
 // Its first line says what runs: backend, interface, queues, the mode the
 // kernel granted, need-wakeup, busy-poll, stamps (always asked for: they
 // time the receive path), one frame per trip, the measuring worker's CPU,
@@ -148,6 +157,11 @@ func reflectOn(ctx context.Context, c config, w io.Writer) error {
 // the frame it arrived in, until ctx ends.
 func reflect(ctx context.Context, d packetio.Device, busy bool) (int, error) {
 	rx, tx := d.RxQueue(0), d.TxQueue(0)
+	// Arrival stamps on a clock the measuring end can compare go into
+	// each reflected frame (writeStamp), for its one-way figure.
+	stamper, stamps := rx.(packetio.TimestampReceiver)
+	tag := stampTag(stamp.Of(d))
+	stamps = stamps && d.Capabilities().RxTimestamps && tag != tagNone
 	rx.Fill(rx.NumFreeFillSlots())
 	back := make([]packetio.Desc, 0, 256)
 	keep := make([]packetio.Desc, 0, 64)
@@ -158,9 +172,19 @@ func reflect(ctx context.Context, d packetio.Device, busy bool) (int, error) {
 			return total, err
 		}
 		keep, drop = keep[:0], drop[:0]
-		for _, desc := range rx.Receive(64) {
+		var descs []packetio.Desc
+		var ts []uint64
+		if stamps {
+			descs, ts = stamper.ReceiveTimestamps(64)
+		} else {
+			descs = rx.Receive(64)
+		}
+		for i, desc := range descs {
 			f := rx.Region().Frame(desc)
-			if swap(f) {
+			if payload, ok := swapAt(f); ok {
+				if stamps {
+					writeStamp(f, payload, ts[i], tag)
+				}
 				keep = append(keep, desc)
 			} else {
 				drop = append(drop, desc)
@@ -180,9 +204,15 @@ func reflect(ctx context.Context, d packetio.Device, busy bool) (int, error) {
 // swap turns a pingpong frame around: MACs, IPs and ports exchanged. It
 // reports false for any other frame.
 func swap(f []byte) bool {
+	_, ok := swapAt(f)
+	return ok
+}
+
+// swapAt is swap that also returns where the UDP payload starts.
+func swapAt(f []byte) (int, bool) {
 	in, ok := frame.Parse(f)
 	if !ok || in.DstPort != port || in.SrcPort != port || !in.SrcIP.Is4() {
-		return false
+		return 0, false
 	}
 	var mac [6]byte
 	copy(mac[:], f[0:6])
@@ -193,7 +223,7 @@ func swap(f []byte) bool {
 	copy(a[:], ip[12:16])
 	copy(ip[12:16], ip[16:20])
 	copy(ip[16:20], a[:]) // the header checksum does not change
-	return true
+	return in.L4 + 8, true
 }
 
 const port = 7777
@@ -201,8 +231,11 @@ const port = 7777
 // trips is the result of a measurement.
 type trips struct {
 	rtt, rxPath []time.Duration
-	clock       stamp.Clock
-	first       string // the first line
+	// oneWay is departure stamp at this end to arrival stamp at the
+	// reflector, where both are on CLOCK_REALTIME.
+	oneWay []time.Duration
+	clock  stamp.Clock
+	first  string // the first line
 }
 
 func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
@@ -216,11 +249,13 @@ func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
 		return trips{}, err
 	}
 	defer bed.Close()
-	d, err := bed.Open(c.open(c.backend))
+	openA, txc := c.openMeasuring(c.backend)
+	d, err := bed.Open(openA)
 	if err != nil {
 		return trips{}, err
 	}
 	workers, _ := cpus.Parse(c.cpu)
+	oneWay := oneWayLine(txc, tagNone, false)
 	line := backend.Line{Program: "pingpong", Backend: c.backend, Iface: bed.Name, Dev: d, Config: c.deviceConfig(c.backend), Rx: true, Tx: true, Batch: 1, CPUs: workers,
 		Feed: "sending one frame per trip, broadcast, to whatever reflects on " + bed.Name}
 	if bed.Own() {
@@ -241,9 +276,10 @@ func measure(ctx context.Context, c config, w io.Writer) (trips, error) {
 		go func() { defer close(done); reflect(rctx, peer, rcfg.BusyPoll) }()
 		defer func() { cancel(); <-done }()
 		rt := backend.TraitsOf(rb, peer, rcfg)
+		oneWay = oneWayLine(txc, stampTag(stamp.Of(peer)), true)
 		line.Feed = fmt.Sprintf("sending one frame per trip to a reflector on %s: %s (%s, busy-poll %s), unpinned, turning each frame around in place", bed.Peer, rb, rt.Mode, rt.BusyPoll)
 	}
-	res := trips{first: line.String()}
+	res := trips{first: line.String() + "; " + oneWay}
 	fmt.Fprintln(w, res.first)
 	w.Write(setup.Bytes())
 	// The trips run on a worker of their own, pinned where -cpu says.
@@ -267,6 +303,9 @@ func timeTrips(ctx context.Context, c config, bed *testbed.Bed, d packetio.Devic
 	stamps = stamps && d.Capabilities().RxTimestamps
 	clock := stamp.Of(d)
 	stamps = stamps && clock.Comparable()
+	txs, departures := tx.(packetio.TimestampTransmitter)
+	departures = departures && d.Capabilities().TxTimestamps
+	txbuf := make([]packetio.TxStamp, 0, txStampCap)
 	n := c.n
 	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 1}, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
 		SrcIP: netip.MustParseAddr("10.99.0.1"), DstIP: netip.MustParseAddr("10.99.0.2"), SrcPort: port, DstPort: port, Size: 60}
@@ -280,6 +319,9 @@ func timeTrips(ctx context.Context, c config, bed *testbed.Bed, d packetio.Devic
 	res.rtt, res.clock = make([]time.Duration, 0, n), clock
 	if stamps {
 		res.rxPath = make([]time.Duration, 0, n)
+	}
+	if departures {
+		res.oneWay = make([]time.Duration, 0, n)
 	}
 	// One build function for every trip (a closure made per trip would be
 	// an allocation per packet): it writes the current sequence number.
@@ -321,6 +363,13 @@ func timeTrips(ctx context.Context, c config, bed *testbed.Bed, d packetio.Devic
 				if stamps {
 					res.rxPath = append(res.rxPath, stamp.Since(now, ts[i]))
 				}
+				if departures {
+					var left uint64
+					left, txbuf = departure(txs, txbuf, uint64(seq))
+					if arrived := readStamp(f, seqOff); left != 0 && arrived != 0 {
+						res.oneWay = append(res.oneWay, time.Duration(int64(arrived-left)))
+					}
+				}
 			}
 			rx.Recycle(descs)
 			rx.Fill(rx.NumFreeFillSlots())
@@ -346,5 +395,10 @@ func report(w io.Writer, r trips) {
 		slices.Sort(r.rxPath)
 		fmt.Fprintf(w, "this host's receive path (arrival stamp, %s, to the program seeing it): median %.1f us, %.0f%% of the median round trip\n",
 			r.clock.Name, us(q(r.rxPath, 0.5)), 100*float64(q(r.rxPath, 0.5))/float64(q(r.rtt, 0.5)))
+	}
+	if len(r.oneWay) > 0 {
+		slices.Sort(r.oneWay)
+		fmt.Fprintf(w, "one-way to the reflector (departure stamp here to its arrival stamp, CLOCK_REALTIME), %d trips, microseconds: median %.1f  p99 %.1f  max %.1f\n",
+			len(r.oneWay), us(q(r.oneWay, 0.5)), us(q(r.oneWay, 0.99)), us(r.oneWay[len(r.oneWay)-1]))
 	}
 }

@@ -19,6 +19,17 @@ func TestPingpongOnOwnPair(t *testing.T) {
 		}
 		checkTrips(t, res)
 		checkLine(t, res, `^pingpong: afpacket on \S+, 1 rx queue \+ 1 tx queue, kernel copy \(TPACKET_V[23] receive rings.*\), need-wakeup n/a, busy-poll n/a, stamps on \(the kernel's, always\), batch 1, workers unpinned; sending one frame per trip to a reflector on \S+: afpacket \(kernel copy`)
+		checkLine(t, res, `; one-way: departure stamps at this end \(CLOCK_REALTIME.*\) to the reflector's arrival stamps \(CLOCK_REALTIME\)$`)
+		// One-way: a departure stamp here and an arrival stamp there for
+		// every trip, on one clock, so never below 0 nor above the trip.
+		if len(res.oneWay) != 200 {
+			t.Fatalf("%d one-way samples for 200 trips", len(res.oneWay))
+		}
+		for _, d := range res.oneWay {
+			if d < 0 || d > res.rtt[len(res.rtt)-1] {
+				t.Fatalf("one-way %v outside every round trip", d)
+			}
+		}
 	}
 }
 
@@ -58,6 +69,10 @@ func TestPingpongOnAFXDP(t *testing.T) {
 		}
 		checkTrips(t, res)
 		checkLine(t, res, `^pingpong: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps on, batch 1, workers unpinned; `)
+		checkLine(t, res, `; one-way: not measured \(no departure stamps on this backend\)$`)
+		if len(res.oneWay) != 0 {
+			t.Errorf("%d one-way samples without departure stamps", len(res.oneWay))
+		}
 	}
 }
 
