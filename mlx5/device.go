@@ -39,24 +39,24 @@ var (
 
 // Info says what Open found and decided, for start-up messages.
 type Info struct {
-	Interface    string // the interface opened
-	IBDev        string // its verbs device, such as mlx5_0
-	Port         int    // its port on that device
-	Firmware     string // the firmware version
-	PortActive   bool   // the port was up at Open
-	InlineHeader int    // header bytes inlined per SEND entry
-	TxMode       string // "send", "multi-packet (pointer)" or "multi-packet (copied)"
-	RingsPerTx   int    // hardware send queues per transmit queue
-	FrameSize    int    // bytes per frame
-	Frames       int    // frames in the region
-	NUMABound    bool   // the region is bound (MPOL_BIND) to NUMANode
-	NUMANode     int
+	Interface    string   // the interface opened
+	IBDev        string   // its verbs device, such as mlx5_0
+	Port         int      // its port on that device
+	Firmware     string   // the firmware version
+	PortActive   bool     // the port was up at Open
+	InlineHeader int      // header bytes inlined per SEND entry
+	TxMode       string   // "send", "multi-packet (pointer)" or "multi-packet (copied)"
+	RingsPerTx   int      // hardware send queues per transmit queue
+	FrameSize    int      // bytes per frame
+	Frames       int      // frames in the region
 	TxQueues     int      // transmit queues
 	RxQueues     int      // receive queues
 	Steering     []string // one line per flow rule installed
 	Clock        bool     // receive timestamps available
 	Placement    string   // how queue goroutines are placed on CPUs
 	PinFailures  uint64   // pins the kernel refused (the goroutine ran unpinned)
+	NUMABound    bool     // the region is bound (MPOL_BIND) to NUMANode
+	NUMANode     int      // meaningful when NUMABound
 }
 
 // Info returns what Open found and decided (nothing on a nil Device).
