@@ -42,7 +42,7 @@ type Info struct {
 	// NUMANode, the node WithNUMANode named or the NIC's; false when no
 	// policy was set and the kernel placed it.
 	NUMABound bool
-	NUMANode  int
+	NUMANode  int // meaningful when NUMABound
 	// SharedUMEM is true when every socket is registered with one region
 	// (WithSharedMemory).
 	SharedUMEM bool
