@@ -135,3 +135,19 @@ func FuzzNUMANode(f *testing.F) {
 		}
 	})
 }
+
+// A pipe whose regions live on NUMA node 0, bound before their pages are
+// touched; Capabilities says where they are.
+func ExampleWithNUMANode() {
+	a, b, err := pipe.New(pipe.WithNUMANode(0))
+	if err != nil {
+		// packetio.ErrInvalid for a node that is not online,
+		// packetio.ErrUnsupported on a host without NUMA.
+		return
+	}
+	defer a.Close()
+	defer b.Close()
+	c := a.Capabilities()
+	_ = c.NUMABound // true
+	_ = c.NUMANode  // 0
+}
