@@ -26,6 +26,8 @@ type Device struct {
 	efds                                []int
 	devqueues.Lists[*TxQueue, *RxQueue] // Tx and Rx, with the Device lookups
 	caps                                packetio.Capabilities
+	numaBound                           bool // the region is a mapping bound to numaNode
+	numaNode                            int
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
@@ -80,7 +82,9 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 	}
 	maxTxLen := mtu + etherHeaderLen
 
-	d.reg = newRegion(allocRegion(cfg.frames*cfg.frameSize), cfg.frameSize)
+	if err := d.allocFrames(); err != nil {
+		return nil, fail("%w", err)
+	}
 
 	// One socket per receive queue, with its ring, then one per transmit
 	// queue: a transmit ring must not share a socket with a receive ring
@@ -157,6 +161,8 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		MaxFrameSize:      cfg.frameSize - frameHeadroom,
 		MaxTxLen:          maxTxLen,
 		MaxQueues:         MaxQueues,
+		NUMABound:         d.numaBound,
+		NUMANode:          d.numaNode,
 	}
 	return d, nil
 }
@@ -212,7 +218,8 @@ func (d *Device) RxQueue(i int) packetio.RxQueue { return d.queues().RxQueue(i) 
 // Close closes every queue (waking a goroutine blocked in Poll), the sockets
 // and the rings. It is idempotent. Region slices taken before Close stay
 // readable and writable (the region is Go memory, released once nothing
-// refers to it) but belong to no queue any more. Close of a nil Device (what
+// refers to it; a region bound WithNUMANode reads zeros) but belong to no
+// queue any more. Close of a nil Device (what
 // a failed Open returns) is an error matching packetio.ErrClosed, not a
 // panic.
 func (d *Device) Close() error {
@@ -251,4 +258,5 @@ func (d *Device) teardown() {
 		_ = unix.Close(fd)
 	}
 	d.efds = nil
+	d.releaseFrames()
 }

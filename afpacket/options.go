@@ -5,6 +5,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/host"
+	"github.com/packetio/packetio/internal/numa"
 )
 
 // Limits and defaults. Every count and size below is what Open uses when the
@@ -68,6 +69,25 @@ type config struct {
 	lowLatency              bool
 	qdisc                   bool
 	txStamps                bool
+	numaNode                int  // WithNUMANode; meaningful when numaSet
+	numaSet                 bool // a node was named (not -1)
+	sysRoot                 string
+}
+
+// WithNUMANode binds the frame region to NUMA node n (MPOL_BIND with
+// MPOL_F_STATIC_NODES, set before its pages are touched, every page
+// faulted in by Open). -1, the default, follows the NIC
+// (/sys/class/net/<if>/device/numa_node) and binds nothing when it reports
+// no node, as veth does: the region then stays Go memory, as without this
+// option. A bound region is a mapping of its own: Close gives its pages
+// back and keeps its address range, so a frame slice kept past Close reads
+// zeros rather than faulting. The receive rings are not bound: the kernel
+// allocates and fills them itself (PACKET_RX_RING), and a memory policy on
+// their mapping moves nothing. A node that is not online is refused by
+// Open with packetio.ErrInvalid naming it. Capabilities().NUMABound and
+// NUMANode say where the region is.
+func WithNUMANode(n int) Option {
+	return func(c *config) { c.numaNode, c.numaSet = n, n != -1 }
 }
 
 // WithQueues sets both the transmit and the receive queue count to n.
@@ -197,13 +217,19 @@ type resolved struct {
 	lowLatency                         bool
 	v2FrameSize, v2BlockSize, v2Blocks int
 	qdisc                              bool
-	txStamps                           bool // WithTxTimestamps
+	txStamps                           bool   // WithTxTimestamps
+	numaWant                           int    // WithNUMANode, numa.Unset to follow the NIC
+	sysRoot                            string // tests: a fake sysfs; "" is /sys
 }
 
 // resolve fills in defaults and refuses what cannot work. The error wraps
 // packetio.ErrInvalid and names the option and its value.
 func (c config) resolve() (resolved, error) {
-	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer, lowLatency: c.lowLatency, qdisc: c.qdisc, txStamps: c.txStamps}
+	r := resolved{txQueues: 1, rxQueues: 1, frames: DefaultFrames, frameSize: DefaultFrameSize, blockSize: DefaultBlockSize, gso: c.gso, multiBuffer: c.multiBuffer, lowLatency: c.lowLatency, qdisc: c.qdisc, txStamps: c.txStamps, numaWant: numa.Unset}
+	if c.numaSet {
+		r.numaWant = c.numaNode
+	}
+	r.sysRoot = c.sysRoot
 	if c.txSet {
 		r.txQueues = c.txQueues
 	}
@@ -259,6 +285,8 @@ func (c config) resolve() (resolved, error) {
 		return bad("WithGSO with WithBlockSize(%d): a block of at least %d bytes is needed to hold a 64 KiB packet", r.blockSize, minGSOBlockSize)
 	case r.frames <= 0:
 		return bad("WithFrames(%d): the frame count must be positive", r.frames)
+	case c.numaSet && (c.numaNode < 0 || c.numaNode > numa.MaxNode):
+		return bad("WithNUMANode(%d): want a node from 0 to %d, or -1 to follow the NIC", c.numaNode, numa.MaxNode)
 	case r.frames > maxRegionBytes/r.frameSize: // divided, so a huge count cannot wrap
 		return bad("WithFrames(%d) of WithFrameSize(%d): more than the %d MiB region limit", r.frames, r.frameSize, maxRegionBytes>>20)
 	}

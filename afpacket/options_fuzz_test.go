@@ -16,7 +16,7 @@ func fuzzOptions(b []byte) (string, []Option) {
 	name := in.Name("veth0")
 	var opts []Option
 	for in.More() && len(opts) < 16 {
-		kind, v := in.Kind(12), in.Int32()
+		kind, v := in.Kind(13), in.Int32()
 		switch kind {
 		case 0:
 			opts = append(opts, WithQueues(v))
@@ -42,6 +42,8 @@ func fuzzOptions(b []byte) (string, []Option) {
 			opts = append(opts, WithFrames(v<<16)) // big counts
 		case 11:
 			opts = append(opts, WithTxTimestamps())
+		case 12:
+			opts = append(opts, WithNUMANode(v))
 		}
 	}
 	return name, opts
@@ -57,6 +59,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte{0x85, 'a', '/', 'b', 'c', 'd', 3, 0, 0, 0, 0x40})
 	f.Add([]byte{0, 6, 4, 0, 8, 0, 0, 7, 8})
 	f.Add([]byte{0, 9})
+	f.Add([]byte{0, 11, 0xfe, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		name, opts := fuzzOptions(b)
 		r, err := validate(name, opts)

@@ -122,6 +122,8 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		MaxFrameSize:      maxPkt,
 		MaxTxLen:          maxTx,
 		MaxQueues:         min(xdp.MaxQueues, info.QueuesTotal),
+		NUMABound:         info.NUMABound,
+		NUMANode:          info.NUMANode,
 	}
 	return d, nil
 }

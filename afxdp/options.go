@@ -45,6 +45,8 @@ type config struct {
 	pollSpin    time.Duration
 	tuning      *xdp.Tuning
 	replaceProg bool
+	numaSet     bool
+	numaNode    int
 	xdp         []xdp.Option
 }
 
@@ -162,6 +164,14 @@ func WithHostTuning(t xdp.Tuning) Option {
 func WithXDP(opts ...xdp.Option) Option {
 	return func(c *config) { c.xdp = append(c.xdp, opts...) }
 }
+
+// WithNUMANode binds the frame memory (the UMEM) to NUMA node n before
+// its pages are touched; -1, the default, follows the NIC's node
+// (/sys/class/net/<if>/device/numa_node) and sets no policy when the NIC
+// reports none, as veth does. A node that is not online is refused by Open
+// with packetio.ErrInvalid. Capabilities().NUMABound and NUMANode say where
+// the memory went. See xdp.WithNUMANode.
+func WithNUMANode(n int) Option { return func(c *config) { c.numaSet, c.numaNode = true, n } }
 
 // WithReplaceProgram lets Open replace an XDP program another process
 // attached to the interface the legacy (netlink) way; without it Open
@@ -297,6 +307,9 @@ func (c *config) xdpOptions(match filter.Match) []xdp.Option {
 	}
 	if c.replaceProg {
 		xo = append(xo, xdp.WithReplaceProgram())
+	}
+	if c.numaSet {
+		xo = append(xo, xdp.WithNUMANode(c.numaNode))
 	}
 	return append(xo, c.xdp...)
 }

@@ -23,7 +23,7 @@ func fuzzOptions(b []byte) []Option {
 	next := in.Int64
 	var opts []Option
 	for in.More() {
-		switch in.Kind(14) {
+		switch in.Kind(15) {
 		case 0:
 			opts = append(opts, WithSteering(packetio.SteeringFilter{Promiscuous: true}))
 		case 1:
@@ -53,6 +53,8 @@ func fuzzOptions(b []byte) []Option {
 			opts = append(opts, WithBusyPoll(next(), next()))
 		case 13:
 			opts = append(opts, WithPollSpin(time.Duration(next())*time.Microsecond))
+		case 14:
+			opts = append(opts, WithNUMANode(next()))
 		}
 	}
 	return opts
@@ -80,6 +82,8 @@ func FuzzOptions(f *testing.F) {
 	f.Add(append([]byte{0, 6}, le(2, 1)...))
 	f.Add([]byte{0, 10, 7})
 	f.Add(append([]byte{0}, le(9, 50, 0)...))
+	f.Add(append([]byte{0}, le(14, -2)...))
+	f.Add(append([]byte{0}, le(14, 0)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		err := newConfig(fuzzOptions(b)).validate()
 		switch {

@@ -205,7 +205,8 @@ type portSetup struct {
 	kept               eal.Offloads
 	txFrames, rxFrames int
 	pairs              []*xskPair
-	first              int // next free frame of the region
+	first              int  // next free frame of the region
+	numaBound          bool // in.Socket is a node whose hugepages hold the region
 }
 
 // open brings the port up in named steps; the caller tears down whatever
@@ -288,6 +289,9 @@ func (ps *portSetup) checkPort() error {
 		return err
 	}
 	ps.in = in
+	if err := ps.chooseSocket(); err != nil {
+		return err
+	}
 	d.info = Info{Name: ps.name, Port: ps.port, Driver: in.Driver, IfIndex: in.IfIndex, MAC: in.MAC, FrameSize: c.frameSize, EALArgs: eal.Started()}
 	if c.txQueues > in.MaxTxQueues || c.rxQueues > in.MaxRxQueues {
 		return fmt.Errorf("%d tx and %d rx queues asked, the port has %d and %d: %w", c.txQueues, c.rxQueues, in.MaxTxQueues, in.MaxRxQueues, packetio.ErrUnsupported)
@@ -507,6 +511,8 @@ func (ps *portSetup) capabilities() packetio.Capabilities {
 		HandsBackFrames:   true,
 		MaxFrameSize:      ps.d.info.MaxPacket,
 		MaxQueues:         max(maxQ, c.txQueues, c.rxQueues),
+		NUMABound:         ps.numaBound,
+		NUMANode:          max(in.Socket, 0),
 	}
 }
 

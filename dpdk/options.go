@@ -29,6 +29,9 @@ type config struct {
 	checksums   bool
 	tso         bool
 	txStamps    bool // WithTxTimestamps: refused (txstamp.go)
+
+	numaNode int  // WithNUMANode; meaningful when numaSet
+	numaSet  bool // a node was named (not -1)
 }
 
 // Defaults and limits.
@@ -39,6 +42,7 @@ const (
 	minFrameSize     = 512
 	maxFrameSize     = 65536 // data_off and data_len are 16 bits
 	maxFrames        = 1 << 20
+	maxNode          = 1023 // internal/numa.MaxNode
 )
 
 func defaults() config {
@@ -111,6 +115,20 @@ func WithChecksumOffload() Option { return func(c *config) { c.checksums = true 
 // packetio.ErrUnsupported when the port does not keep it.
 func WithTSO() Option { return func(c *config) { c.tso, c.checksums = true, true } }
 
+// WithNUMANode reserves the frame region, the mempools and the queue rings
+// on NUMA node n, DPDK's socket n (DPDK numbers sockets by the kernel's
+// NUMA nodes), instead of the port's own socket; -1, the default, follows
+// the port (rte_eth_dev_socket_id; SOCKET_ID_ANY, any socket, when the port
+// reports none). DPDK's hugepage memory is bound to its socket by the EAL
+// itself. With --no-huge (WithNoHuge) the EAL's memory is one anonymous
+// mapping that it labels socket 0 and binds nowhere, so Open refuses any
+// node with packetio.ErrUnsupported, and the default reports no binding. A
+// node that is not online is refused with packetio.ErrInvalid naming it.
+// Capabilities().NUMABound and NUMANode say where the region is.
+func WithNUMANode(n int) Option {
+	return func(c *config) { c.numaNode, c.numaSet = n, n != -1 }
+}
+
 func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 
 // check is one option's rule: the option as the caller wrote it and why
@@ -133,6 +151,7 @@ func (c *config) validate() error {
 		{c.frameSize != 0 && (!pow2(c.frameSize) || c.frameSize < minFrameSize || c.frameSize > maxFrameSize), fmt.Sprintf("WithFrameSize(%d)", c.frameSize), fmt.Sprintf("a frame size is a power of two from %d to %d", minFrameSize, maxFrameSize)},
 		{c.frames != 0 && (!pow2(c.frames) || c.frames > maxFrames), fmt.Sprintf("WithFrames(%d)", c.frames), fmt.Sprintf("a frame count is a power of two up to %d", maxFrames)},
 		{c.memory < 0, fmt.Sprintf("WithMemory(%d)", c.memory), "memory is a number of megabytes, 0 for the default"},
+		{c.numaSet && (c.numaNode < 0 || c.numaNode > maxNode), fmt.Sprintf("WithNUMANode(%d)", c.numaNode), fmt.Sprintf("want a node from 0 to %d, or -1 to follow the port", maxNode)},
 		{strings.ContainsAny(c.filePrefix, "/\x00"), fmt.Sprintf("WithFilePrefix(%q)", c.filePrefix), "a file prefix names files: no slash or NUL"},
 		{strings.IndexByte(c.logLevel, 0) >= 0, fmt.Sprintf("WithLogLevel(%q)", c.logLevel), "an EAL argument cannot contain NUL"},
 		{slices.ContainsFunc(c.ealArgs, func(a string) bool { return strings.IndexByte(a, 0) >= 0 }), fmt.Sprintf("WithEALArgs(%q)", c.ealArgs), "an EAL argument cannot contain NUL"},

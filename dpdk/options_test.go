@@ -18,6 +18,8 @@ func TestOptionsAreValidated(t *testing.T) {
 		"small frame":       WithFrameSize(256),
 		"frames":            WithFrames(1000),
 		"memory":            WithMemory(-1),
+		"numa node":         WithNUMANode(-2),
+		"huge numa node":    WithNUMANode(1024),
 		"contradiction":     WithSteering(packetio.SteeringFilter{Match: []packetio.Match{{Kind: packetio.MatchKindDstPort, Port: 9}}}),
 		"promisc and match": WithSteering(packetio.SteeringFilter{Promiscuous: true, Match: []packetio.Match{packetio.MatchVLAN(1)}}),
 		"steering without rx": func(c *config) {
@@ -32,7 +34,7 @@ func TestOptionsAreValidated(t *testing.T) {
 		}
 	}
 	c := defaults()
-	for _, o := range []Option{WithTxQueues(2), WithRxQueues(0), WithFrameSize(4096), WithFrames(1024), WithNoHuge(), WithMemory(128), WithTSO()} {
+	for _, o := range []Option{WithTxQueues(2), WithRxQueues(0), WithFrameSize(4096), WithFrames(1024), WithNoHuge(), WithMemory(128), WithTSO(), WithNUMANode(0)} {
 		o(&c)
 	}
 	if err := c.validate(); err != nil || !c.checksums {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/host"
+	"github.com/packetio/packetio/internal/numa"
 	"github.com/packetio/packetio/internal/pool"
 	"github.com/packetio/packetio/mlx5/internal/clock"
 	"github.com/packetio/packetio/mlx5/internal/dv"
@@ -54,6 +55,8 @@ type Info struct {
 	Clock        bool     // receive timestamps available
 	Placement    string   // how queue goroutines are placed on CPUs
 	PinFailures  uint64   // pins the kernel refused (the goroutine ran unpinned)
+	NUMABound    bool     // the region is bound (MPOL_BIND) to NUMANode
+	NUMANode     int      // meaningful when NUMABound
 }
 
 // Info returns what Open found and decided (nothing on a nil Device).
@@ -174,6 +177,7 @@ type opener struct {
 	hwRx     []*dv.RxQueue
 	steering []string
 	maxTxLen int // the link's MTU + 14
+	node     int // the NUMA node the region is bound to, numa.Unset for none
 }
 
 func open(ifname string, opts []Option) (dev *Device, err error) {
@@ -265,7 +269,10 @@ func (o *opener) mapRegion() error {
 		}
 		o.frames = min(o.frames, MaxFrames)
 	}
-	mem, err := mapFrames(o.frames * c.frameSize)
+	if err := o.chooseNode(); err != nil {
+		return err
+	}
+	mem, err := mapFrames(o.frames*c.frameSize, o.node)
 	if err != nil {
 		return fmt.Errorf("mapping %d frames of %d bytes: %w", o.frames, c.frameSize, err)
 	}
@@ -425,6 +432,8 @@ func (o *opener) finish() *Device {
 		MaxFrameSize:      c.frameSize - RxHeadroom,
 		MaxTxLen:          o.maxTxLen,
 		MaxQueues:         MaxQueues,
+		NUMABound:         o.node != numa.Unset,
+		NUMANode:          max(o.node, 0),
 	}
 	release := o.undo
 	o.undo = nil
@@ -437,6 +446,7 @@ func (o *opener) finish() *Device {
 		Interface: o.ifname, IBDev: o.vd.IBDev, Port: o.vd.Port, Firmware: o.vd.Firmware, PortActive: o.vd.PortActive,
 		InlineHeader: o.plan.inline, TxMode: o.plan.mode.String(), RingsPerTx: o.plan.rings, FrameSize: c.frameSize,
 		Frames: o.frames, TxQueues: c.tx, RxQueues: c.rx, Steering: o.steering, Clock: c.rx > 0 && o.clk.OK(),
+		NUMABound: o.node != numa.Unset, NUMANode: max(o.node, 0),
 	}
 	return d
 }

@@ -146,6 +146,8 @@ func TestOptionsAreCheckedBeforeHardware(t *testing.T) {
 		"too many hardware rings": {WithTxQueues(32), WithRingsPerQueue(4)},
 		"no CPUs":                 {WithAffinity()},
 		"bad CPU":                 {WithAffinity(5000)},
+		"NUMA node":               {WithNUMANode(-2)},
+		"huge NUMA node":          {WithNUMANode(1024)},
 	} {
 		// A made-up name: an option error must come first.
 		_, err := Open("pktio-none0", opts...)

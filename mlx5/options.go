@@ -7,6 +7,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/host"
+	"github.com/packetio/packetio/internal/numa"
 	"github.com/packetio/packetio/mlx5/internal/ring"
 	"github.com/packetio/packetio/mlx5/internal/wqe"
 )
@@ -37,6 +38,9 @@ type config struct {
 	multiPacket   int // -1 auto, 0 off, 1 pointer, 2 copied
 	ringsPerQueue int
 	csum          bool
+	numaNode      int    // WithNUMANode; meaningful when numaSet
+	numaSet       bool   // a node was named (not -1)
+	sysRoot       string // tests: a fake sysfs; "" is /sys
 }
 
 func defaults() config {
@@ -77,6 +81,32 @@ func WithRxQueues(n int) Option {
 }
 
 // queueCount checks the count option opt was given.
+// WithNUMANode binds the frame region to NUMA node n (MPOL_BIND with
+// MPOL_F_STATIC_NODES) before its pages are touched; Open then faults it
+// all in, so the card's DMA and the workers' reads stay on that node. -1,
+// the default, follows the port's PCI device
+// (/sys/class/net/<if>/device/numa_node) and sets no policy when it
+// reports none. A node that is not online is refused by Open with
+// packetio.ErrInvalid naming it. Capabilities().NUMABound and NUMANode,
+// and Info, say where the region is.
+func WithNUMANode(n int) Option {
+	return func(c *config) error {
+		if n < -1 || n > numa.MaxNode {
+			return fmt.Errorf("mlx5: WithNUMANode(%d): want a node from 0 to %d, or -1 to follow the NIC: %w", n, numa.MaxNode, packetio.ErrInvalid)
+		}
+		c.numaNode, c.numaSet = n, n != -1
+		return nil
+	}
+}
+
+// wantNode is the node asked for, numa.Unset to follow the NIC.
+func (c *config) wantNode() int {
+	if !c.numaSet {
+		return numa.Unset
+	}
+	return c.numaNode
+}
+
 func queueCount(opt string, n int) error {
 	if n < 0 || n > MaxQueues {
 		return fmt.Errorf("mlx5: %s(%d): a queue count is 0..%d: %w", opt, n, MaxQueues, packetio.ErrInvalid)

@@ -18,7 +18,7 @@ func fuzzOptions(b []byte) (string, []Option) {
 	name := in.Name("mlx5-port0")
 	var opts []Option
 	for in.More() && len(opts) < 16 {
-		kind, v := in.Kind(15), in.Int32()
+		kind, v := in.Kind(16), in.Int32()
 		switch kind {
 		case 0:
 			opts = append(opts, WithQueues(v))
@@ -50,6 +50,8 @@ func fuzzOptions(b []byte) (string, []Option) {
 			opts = append(opts, nil)
 		case 14:
 			opts = append(opts, WithSteering(packetio.SteeringFilter{Promiscuous: v&1 != 0}))
+		case 15:
+			opts = append(opts, WithNUMANode(v))
 		}
 	}
 	return name, opts
@@ -65,6 +67,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte{0x85, 'a', '/', 'b', 'c', 'd', 3, 0, 0, 0, 0x40})
 	f.Add([]byte{0, 13})
 	f.Add([]byte{0, 14, 1, 0, 0, 0, 2, 1, 0, 0, 0})
+	f.Add([]byte{0, 15, 0xfe, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		name, opts := fuzzOptions(b)
 		c, err := validate(name, opts)

@@ -20,11 +20,13 @@
 package pipe
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/devqueues"
+	"github.com/packetio/packetio/internal/numa"
 	"github.com/packetio/packetio/internal/pool"
 )
 
@@ -55,6 +57,9 @@ type config struct {
 	drop      func([]byte) bool
 	wire      func(frames [][]byte, order []int) []int
 	nilHook   string // the hook option given nil, if any
+	numaNode  int    // WithNUMANode; meaningful when numaSet
+	numaSet   bool
+	sysRoot   string // tests: a fake sysfs; "" is /sys
 }
 
 // Option changes how New builds the pipe. The zero configuration is one
@@ -112,6 +117,15 @@ func WithWire(wire func(frames [][]byte, order []int) []int) Option {
 	}
 }
 
+// WithNUMANode puts each end's region in memory bound to NUMA node n
+// (MPOL_BIND|MPOL_F_STATIC_NODES, set before its pages are touched and all
+// of them faulted in by New) instead of the Go heap; Close gives the pages
+// back. -1, the default, binds nothing: a pipe has no NIC to follow. A node
+// that is not online is refused by New with packetio.ErrInvalid naming it,
+// any node on a host without NUMA with packetio.ErrUnsupported.
+// Capabilities().NUMABound and NUMANode say where the region is.
+func WithNUMANode(n int) Option { return func(c *config) { c.numaNode, c.numaSet = n, n != -1 } }
+
 // New returns two devices joined back to back.
 func New(opts ...Option) (a, b packetio.Device, err error) {
 	c := config{queues: 1, frames: 4096, frameSize: 2048, ringSize: 512}
@@ -125,12 +139,17 @@ func New(opts ...Option) (a, b packetio.Device, err error) {
 	if err := c.check(); err != nil {
 		return nil, nil, packetio.NewOpError("open", backendName, "", packetio.NoQueue, err)
 	}
-	da, err := newDevice("pipe-a", &c)
+	node, err := c.chooseNode()
+	if err != nil {
+		return nil, nil, packetio.NewOpError("open", backendName, "", packetio.NoQueue, err)
+	}
+	da, err := newDevice("pipe-a", &c, node)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := newDevice("pipe-b", &c)
+	db, err := newDevice("pipe-b", &c, node)
 	if err != nil {
+		da.region.release()
 		return nil, nil, err
 	}
 	da.peer, db.peer = db, da
@@ -158,14 +177,39 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: WithFrames(%d) cannot give each of %d queues one frame per direction", packetio.ErrInvalid, c.frames, c.queues)
 	case c.frames > 1<<20:
 		return fmt.Errorf("%w: WithFrames(%d), at most %d", packetio.ErrInvalid, c.frames, 1<<20)
+	case c.numaSet && (c.numaNode < 0 || c.numaNode > numa.MaxNode):
+		return fmt.Errorf("%w: WithNUMANode(%d), want a node from 0 to %d, or -1 for none", packetio.ErrInvalid, c.numaNode, numa.MaxNode)
 	}
 	return nil
 }
 
+// chooseNode is the node the regions are bound to, numa.Unset for none.
+func (c *config) chooseNode() (int, error) {
+	if !c.numaSet {
+		return numa.Unset, nil
+	}
+	root := c.sysRoot
+	if root == "" {
+		root = "/sys"
+	}
+	n, err := numa.Choose(root, "", 0, c.numaNode)
+	switch {
+	case errors.Is(err, numa.ErrBadNode):
+		return numa.Unset, fmt.Errorf("%w: WithNUMANode(%d): %v", packetio.ErrInvalid, c.numaNode, err)
+	case err != nil:
+		return numa.Unset, fmt.Errorf("%w: WithNUMANode(%d): %v", packetio.ErrUnsupported, c.numaNode, err)
+	}
+	return n, nil
+}
+
 const maxQueues = 64
 
-func newDevice(name string, c *config) (*Device, error) {
-	d := &Device{name: name, region: newRegion(c.frames, c.frameSize), drop: c.drop, wire: c.wire}
+func newDevice(name string, c *config, node int) (*Device, error) {
+	reg, err := newRegion(c.frames, c.frameSize, node)
+	if err != nil {
+		return nil, packetio.NewOpError("open", backendName, name, packetio.NoQueue, err)
+	}
+	d := &Device{name: name, region: reg, drop: c.drop, wire: c.wire}
 	// Transmit queues take the front of the region and receive queues the
 	// back, each an equal share; the first queues take the remainder so no
 	// frame belongs to nobody.
@@ -179,6 +223,7 @@ func newDevice(name string, c *config) (*Device, error) {
 		}
 		p, err := pool.New(first, count, c.frameSize)
 		if err != nil {
+			reg.release()
 			return nil, packetio.NewOpError("open", backendName, name, packetio.NoQueue, err)
 		}
 		first += count
@@ -214,6 +259,8 @@ func (d *Device) Capabilities() packetio.Capabilities {
 		MaxFrameSize:    d.region.frameSize,
 		MaxTxLen:        d.region.frameSize,
 		MaxQueues:       maxQueues,
+		NUMABound:       d.region.bound,
+		NUMANode:        max(d.region.node, 0),
 	}
 }
 
@@ -256,6 +303,7 @@ func (d *Device) Close() error {
 		for _, q := range d.Rx {
 			q.Close()
 		}
+		d.region.release()
 	})
 	return nil
 }

@@ -1,16 +1,42 @@
 package pipe
 
-import "github.com/packetio/packetio"
+import (
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/numa"
+)
 
-// region is Go memory: frames end to end, no headroom.
+// region is frames end to end, no headroom: Go memory, or with
+// WithNUMANode a mapping bound to a node (internal/numa).
 type region struct {
 	mem       []byte
 	frameSize int
 	mask      uint64
+	bound     bool // mem is a mapping bound to node, given back by release
+	node      int
 }
 
-func newRegion(frames, frameSize int) *region {
-	return &region{mem: make([]byte, frames*frameSize), frameSize: frameSize, mask: uint64(frameSize - 1)}
+// newRegion makes the region on the Go heap, or bound to node unless it is
+// numa.Unset.
+func newRegion(frames, frameSize, node int) (*region, error) {
+	r := &region{frameSize: frameSize, mask: uint64(frameSize - 1), node: numa.Unset}
+	if node == numa.Unset {
+		r.mem = make([]byte, frames*frameSize)
+		return r, nil
+	}
+	mem, err := numa.Alloc(frames*frameSize, node)
+	if err != nil {
+		return nil, err
+	}
+	r.mem, r.bound, r.node = mem, true, node
+	return r, nil
+}
+
+// release gives a bound region's pages back; the range stays mapped and
+// reads as zeros, so a frame slice kept past Close never faults.
+func (r *region) release() {
+	if r.bound {
+		numa.Release(r.mem)
+	}
 }
 
 func (r *region) Bytes() []byte  { return r.mem }

@@ -141,6 +141,10 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.chooseNode(ifname, attrs.Index); err != nil {
+		return nil, err
+	}
+	f.info.NUMABound, f.info.NUMANode = c.bindNode > 0, max(c.umemNode(), 0)
 	ch, err := host.ReadChannels(ifname)
 	total := ch.RxQueues()
 	if err != nil || total <= 0 {
@@ -303,7 +307,7 @@ func (f *Fleet) openSockets(c *config, g socketGeometry, flags uint16, nq int) (
 	var u *umem
 	if c.shared {
 		extra := (c.extra + g.frameSize - 1) &^ (g.frameSize - 1)
-		if u, err = newUMEM(nq*g.numFrames*g.frameSize+extra, g.frameSize, c.hugePages); err != nil {
+		if u, err = newUMEM(nq*g.numFrames*g.frameSize+extra, g.frameSize, c.hugePages, c.umemNode()); err != nil {
 			return err
 		}
 		f.umem, f.extra = u, uint64(nq*g.numFrames*g.frameSize)

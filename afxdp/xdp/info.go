@@ -38,6 +38,11 @@ type Info struct {
 	// FrameSize and NumFrames describe each socket's frames, TxFrames how
 	// many of them transmit.
 	FrameSize, NumFrames, TxFrames int
+	// NUMABound is true when the frame memory is bound (MPOL_BIND) to
+	// NUMANode, the node WithNUMANode named or the NIC's; false when no
+	// policy was set and the kernel placed it.
+	NUMABound bool
+	NUMANode  int // meaningful when NUMABound
 	// SharedUMEM is true when every socket is registered with one region
 	// (WithSharedMemory).
 	SharedUMEM bool
@@ -73,6 +78,9 @@ func (i Info) String() string {
 	fmt.Fprintf(&b, "%s: %d/%d queues, %s, %s XDP, %dx%dB frames", i.Interface, i.Queues, i.QueuesTotal, zc, i.Mode, i.NumFrames, i.FrameSize)
 	if i.Driver != "" {
 		fmt.Fprintf(&b, ", driver %s", i.Driver)
+	}
+	if i.NUMABound {
+		fmt.Fprintf(&b, ", frames on NUMA node %d", i.NUMANode)
 	}
 	if i.SharedUMEM {
 		b.WriteString(", one shared UMEM")

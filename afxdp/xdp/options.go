@@ -1,12 +1,14 @@
 package xdp
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"time"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/numa"
 )
 
 // Defaults. The zero Option list plus one filter is a working fleet.
@@ -99,6 +101,10 @@ type config struct {
 	extra     int
 	onForeign func(addr uint64)
 	hugePages bool
+	numaNode  int    // WithNUMANode; meaningful when numaSet
+	numaSet   bool   // WithNUMANode was given a node (not -1)
+	sysRoot   string // tests: a fake sysfs; "" is /sys
+	bindNode  int    // resolved at Open: the UMEM's node plus one, 0 for no binding
 
 	replaceProg  bool                 // replace a foreign program attached the legacy way
 	tuning       *Tuning              // nil: change nothing on the host
@@ -281,6 +287,48 @@ func WithReplaceProgram() Option { return func(c *config) { c.replaceProg = true
 // reserved; otherwise Open falls back to normal pages and Info says why.
 func WithHugePages() Option { return func(c *config) { c.hugePages = true } }
 
+// WithNUMANode binds the frame memory (the UMEM) to NUMA node n with
+// MPOL_BIND|MPOL_F_STATIC_NODES before any of its pages is touched, and
+// faults it all in at Open, so a node without room fails Open instead of
+// placing frames elsewhere. n = -1, the default, follows the NIC: the
+// UMEM is bound to the node /sys/class/net/<if>/device/numa_node
+// reports, and to none (the kernel places it, no policy is set) when the
+// NIC reports no node, as veth and single-node hosts do. A node that is not
+// online is refused by Open with packetio.ErrInvalid naming it; a host
+// without NUMA support refuses any node with packetio.ErrUnsupported.
+// Info().NUMANode says where the memory went.
+func WithNUMANode(n int) Option {
+	return func(c *config) { c.numaNode, c.numaSet = n, n != -1 }
+}
+
+// wantNode is the node asked for, numa.Unset to follow the NIC.
+func (c *config) wantNode() int {
+	if !c.numaSet {
+		return numa.Unset
+	}
+	return c.numaNode
+}
+
+// umemNode is the node the UMEM is bound to, numa.Unset for none.
+func (c *config) umemNode() int { return c.bindNode - 1 }
+
+// chooseNode resolves the UMEM's node for the interface (Open, NewSocket).
+func (c *config) chooseNode(ifname string, ifindex int) error {
+	root := c.sysRoot
+	if root == "" {
+		root = "/sys"
+	}
+	n, err := numa.Choose(root, ifname, ifindex, c.wantNode())
+	switch {
+	case errors.Is(err, numa.ErrBadNode):
+		return invalid("WithNUMANode(%d): %v", c.numaNode, err)
+	case err != nil:
+		return fmt.Errorf("%w: WithNUMANode(%d): %v", packetio.ErrUnsupported, c.numaNode, err)
+	}
+	c.bindNode = n + 1
+	return nil
+}
+
 // Tuning is every change to the host a Fleet may make. Without
 // WithHostTuning, Open changes nothing on the host but attaching its XDP
 // program; with it, Open makes the changes the fields ask for through
@@ -386,6 +434,8 @@ func (c *config) checkOptions() error {
 		return invalid("WithTxFrames(%d): want 1 to the frame count, or 0 for half", c.txFrames)
 	case c.busyUsecs < 0 || c.busyBudget < 0 || c.busyBudget > maxBusyBudget || (c.busyUsecs == 0) != (c.busyBudget == 0):
 		return invalid("WithBusyPoll(%d, %d): want both above 0 (budget at most %d), or both 0 for off", c.busyUsecs, c.busyBudget, maxBusyBudget)
+	case c.numaSet && (c.numaNode < 0 || c.numaNode > numa.MaxNode):
+		return invalid("WithNUMANode(%d): want a node from 0 to %d, or -1 to follow the NIC", c.numaNode, numa.MaxNode)
 	case c.pollSpin > maxPollSpin:
 		return invalid("WithPollSpin(%v): at most %v (a negative value never spins, 0 is %v)", c.pollSpin, maxPollSpin, DefaultPollSpin)
 	case c.extra < 0 || c.extra > maxNumFrames*maxFrameSize:

@@ -81,7 +81,7 @@ func fuzzOptions(b []byte) []Option {
 	next := in.Int64
 	opts := []Option{WithFilter(filter.MatchAll())}
 	for in.More() {
-		switch in.Kind(15) {
+		switch in.Kind(16) {
 		case 0:
 			opts = append(opts, WithQueues(next()))
 		case 1:
@@ -112,6 +112,8 @@ func fuzzOptions(b []byte) []Option {
 			opts = append(opts, WithTxReuseRxFrames())
 		case 14:
 			opts = append(opts, WithPollSpin(time.Duration(next())*time.Microsecond))
+		case 15:
+			opts = append(opts, WithNUMANode(next()))
 		}
 	}
 	return opts
@@ -137,6 +139,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add(append([]byte{6}, le(50, 0)...))
 	f.Add(append([]byte{8}, le(0, 0, 3, -1)...))
 	f.Add([]byte{13, 11})
+	f.Add(append([]byte{15}, le(-2)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		opts := fuzzOptions(b)
 		err := Validate(opts...)

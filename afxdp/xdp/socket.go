@@ -185,6 +185,9 @@ type socketSpec struct {
 func NewSocket(ifindex, queueID int, opts ...Option) (*Socket, error) {
 	c := newConfig(opts)
 	g, err := c.geometry()
+	if err == nil {
+		err = c.chooseNode(ifaceName(ifindex), ifindex)
+	}
 	if err != nil {
 		return nil, packetio.NewOpError("open", "afxdp", ifaceName(ifindex), queueID, err)
 	}
@@ -249,7 +252,7 @@ func (s *Socket) attachUMEM(sp socketSpec) (string, error) {
 	g, c := sp.geo, sp.cfg
 	if sp.umem == nil {
 		var err error
-		if s.umem, err = newUMEM(g.numFrames*g.frameSize, g.frameSize, c.hugePages); err != nil {
+		if s.umem, err = newUMEM(g.numFrames*g.frameSize, g.frameSize, c.hugePages, c.umemNode()); err != nil {
 			return "umem", err
 		}
 	} else {

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/packetio/packetio/internal/numa"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -24,20 +26,30 @@ type umem struct {
 	shift     uint
 	huge      bool   // backed by 2 MiB pages
 	hugeNote  string // why not, when they were asked for
+	node      int    // the NUMA node the frames are bound to, numa.Unset for none
 	refs      atomic.Int32
 }
 
 // newUMEM maps size bytes of zeroed, populated memory in frames of
-// frameSize bytes, on 2 MiB pages when huge is asked and the host has them.
-func newUMEM(size, frameSize int, huge bool) (*umem, error) {
+// frameSize bytes, on 2 MiB pages when huge is asked and the host has them,
+// bound to NUMA node node unless it is numa.Unset. A bound mapping is made
+// without MAP_POPULATE, bound, and only then faulted in, so that every page
+// comes from the node.
+func newUMEM(size, frameSize int, huge bool, node int) (*umem, error) {
 	if size <= 0 || size%frameSize != 0 {
 		return nil, fmt.Errorf("umem of %d bytes is not a whole number of %d-byte frames", size, frameSize)
 	}
-	u := &umem{frameSize: frameSize, mask: uint64(frameSize - 1), shift: uint(bits.TrailingZeros(uint(frameSize)))}
+	u := &umem{frameSize: frameSize, mask: uint64(frameSize - 1), shift: uint(bits.TrailingZeros(uint(frameSize))), node: node}
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_POPULATE
+	if node != numa.Unset {
+		flags &^= unix.MAP_POPULATE
+	}
 	if huge {
 		rounded := (size + hugePageSize - 1) &^ (hugePageSize - 1)
 		mem, err := unix.Mmap(-1, 0, rounded, unix.PROT_READ|unix.PROT_WRITE, flags|unix.MAP_HUGETLB)
+		if err == nil {
+			err = u.bind(mem)
+		}
 		if err == nil {
 			u.mem, u.mapping, u.huge = mem[:size:size], mem, true
 			u.refs.Store(1)
@@ -52,9 +64,28 @@ func newUMEM(size, frameSize int, huge bool) (*umem, error) {
 		}
 		return nil, fmt.Errorf("map %d bytes of frame memory: %w", size, err)
 	}
+	if err := u.bind(mem); err != nil {
+		return nil, err
+	}
 	u.mem, u.mapping = mem, mem
 	u.refs.Store(1)
 	return u, nil
+}
+
+// bind binds a fresh mapping to u.node and faults it in; on failure the
+// mapping is gone.
+func (u *umem) bind(mem []byte) error {
+	if u.node == numa.Unset {
+		return nil
+	}
+	err := numa.Bind(mem, u.node)
+	if err == nil {
+		err = numa.Populate(mem)
+	}
+	if err != nil {
+		_ = unix.Munmap(mem)
+	}
+	return err
 }
 
 // acquire adds a user of the mapping.

@@ -25,7 +25,8 @@
 //
 // What it only reads: channel counts and the driver (ReadChannels,
 // Driver), snapshots of the tunables (TakeSnapshot), the per-queue interrupts of a device and where they
-// land (FindIRQs), the CPU topology (ReadTopology), from which Plan decides
+// land (FindIRQs), the NUMA node of a NIC and the online nodes (NICNode,
+// OnlineNodes, for internal/numa), the CPU topology (ReadTopology), from which Plan decides
 // where each queue's worker runs. Busy-poll is the socket's business, not
 // this package's.
 //
