@@ -117,6 +117,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		MaxFrameSize:      maxPkt,
 		MaxTxLen:          maxTx,
 		MaxQueues:         min(xdp.MaxQueues, info.QueuesTotal),
+		ReadyFD:           len(d.Rx) > 0 && !c.txOnly,
 	}
 	return d, nil
 }
