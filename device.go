@@ -218,9 +218,9 @@ type Capabilities struct {
 	// TxTimestamps is true when transmit queues implement
 	// TimestampTransmitter and the device really stamps departures.
 	TxTimestamps bool
-	// ReadyFD is true when the queues implement ReadyNotifier: a file
-	// descriptor that polls readable when the queue has work, so one
-	// goroutine can wait on many queues with epoll.
+	// ReadyFD is true when the receive queues implement ReadyNotifier: a
+	// file descriptor that polls readable when the queue has work, so one
+	// goroutine can wait on many queues with epoll (package waitset).
 	ReadyFD bool
 	// NUMABound is true when the frame memory was bound to one NUMA node,
 	// NUMANode, with a memory policy; false when the kernel placed it.

@@ -163,6 +163,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		MaxQueues:         MaxQueues,
 		NUMABound:         d.numaBound,
 		NUMANode:          d.numaNode,
+		ReadyFD:           cfg.rxQueues > 0,
 	}
 	return d, nil
 }

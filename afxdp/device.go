@@ -124,6 +124,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		MaxQueues:         min(xdp.MaxQueues, info.QueuesTotal),
 		NUMABound:         info.NUMABound,
 		NUMANode:          info.NUMANode,
+		ReadyFD:           len(d.Rx) > 0 && !c.txOnly,
 	}
 	return d, nil
 }
