@@ -227,7 +227,7 @@ func checkStats(t *testing.T, s series, d packetio.Device, iface string, exact b
 	}
 }
 
-func newPipe(t *testing.T, queues int) (a, b packetio.Device) {
+func newPipe(t testing.TB, queues int) (a, b packetio.Device) {
 	t.Helper()
 	a, b, err := pipe.New(pipe.WithQueues(queues), pipe.WithFrames(1024))
 	if err != nil {

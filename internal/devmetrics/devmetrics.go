@@ -304,11 +304,23 @@ func WriteText(w io.Writer, samples []Sample) error {
 // escape escapes a help text (backslash, newline) or a label value (also
 // the double quote) for the text format.
 func escape(s string, quote bool) string {
-	r := []string{`\`, `\\`, "\n", `\n`}
-	if quote {
-		r = append(r, `"`, `\"`)
+	if !strings.ContainsAny(s, "\\\n\"") {
+		return s
 	}
-	return strings.NewReplacer(r...).Replace(s)
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '"' && quote:
+			b.WriteString(`\"`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Handler serves the samples of every source, read afresh on each request,
