@@ -6,9 +6,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DEBS        := libdpdk-dev libibverbs-dev libpcap-dev pkg-config ethtool dpdk-dev
 REQUIRED    := PACKETIO_CONFORM_REQUIRED=1
 
-.PHONY: test deps lint unit checked tagged netstack fuzz hello benchcheck bench
+.PHONY: test deps lint unit checked tagged netstack metrics fuzz hello benchcheck bench
 
-test: deps lint unit checked tagged netstack benchcheck fuzz
+test: deps lint unit checked tagged netstack metrics benchcheck fuzz
 
 # Debian packages the cgo backends build against. Installed only if missing.
 deps:
@@ -65,6 +65,19 @@ netstack:
 	cd netstack && $(REQUIRED) $(GO) test -race -count=1 ./...
 	cd netstack && $(REQUIRED) $(GO) test -tags packetio_checked -count=1 ./...
 	cd netstack && $(REQUIRED) $(GO) test -tags dpdk -count=1 -run 'Veth|DPDK' ./...
+
+# metrics is its own module too (the Prometheus client stays out of
+# programs that only move frames). Its benchmarks run once, its fuzz
+# target for a bounded count.
+metrics:
+	cd metrics && bad=$$(gofmt -l .) && if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
+	cd metrics && $(GO) vet ./...
+	cd metrics && $(GO) vet -tags packetio_checked ./...
+	cd metrics && $(GO) run $(STATICCHECK) ./...
+	cd metrics && $(REQUIRED) $(GO) test -race -count=1 ./...
+	cd metrics && $(REQUIRED) $(GO) test -tags packetio_checked -count=1 ./...
+	cd metrics && $(REQUIRED) $(GO) test -run XXX -bench . -benchtime 1x ./...
+	cd metrics && $(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzTextMatchesCollector$$' -fuzztime 2000x -fuzzminimizetime $(FUZZMIN) -parallel 1 .
 
 # Every benchmark runs once (-benchtime 1x): CI checks that they run, never
 # how fast (that is `make bench`, on a quiet machine).

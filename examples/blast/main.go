@@ -51,6 +51,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
+	"github.com/packetio/packetio/examples/internal/promserve"
 	"github.com/packetio/packetio/examples/internal/testbed"
 )
 
@@ -64,6 +65,7 @@ type options struct {
 	cpu            string
 	dstMAC         string
 	live, busyPoll bool
+	metricsAddr    string // -metrics: serve the counters there
 }
 
 func main() {
@@ -81,6 +83,7 @@ func main() {
 	flag.StringVar(&o.dstMAC, "dst-mac", "", "destination MAC (default: on the own pair 02:70:69:6f:00:99, which nobody owns; with -i broadcast)")
 	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the transmit queues (afxdp: SO_BUSY_POLL %dus, budget %d)", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.BoolVar(&o.live, "live", false, "transmit from inside the kernel (BPF_PROG_RUN live frames, XDP_TX; needs BPF) instead of through a packetio queue: -queues generators, -backend and -batch unused")
+	flag.StringVar(&o.metricsAddr, "metrics", "", promserve.Flag)
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: blast [flags]\n\nSends UDP frames as fast as the device takes them (or at -pps) and reports the\nrate and the machine's CPU; -live sends from inside the kernel instead.\nCtrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
 		flag.PrintDefaults()
@@ -117,6 +120,9 @@ func (o options) check() error {
 		if _, err := net.ParseMAC(o.dstMAC); err != nil {
 			return err
 		}
+	}
+	if o.live && o.metricsAddr != "" {
+		return errors.New("-metrics: -live opens no packetio device to count")
 	}
 	if o.live && o.busyPoll {
 		return errors.New("-busy-poll: -live opens no packetio device to busy-poll")
@@ -192,6 +198,11 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	res := result{first: backend.Line{Program: "blast", Backend: o.backend, Iface: bed.Name, Dev: d, Config: cfg, Tx: true, Batch: o.batch, CPUs: workers, Feed: what}.String()}
 	fmt.Fprintln(w, res.first)
 	w.Write(setup.Bytes())
+	ms, err := promserve.ForDevice(o.metricsAddr, d, bed.Name, w)
+	if err != nil {
+		return res, err
+	}
+	defer ms.Close() // before the device closes
 
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()

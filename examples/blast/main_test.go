@@ -110,6 +110,7 @@ func TestBlastRefusesBadFlags(t *testing.T) {
 		func(o *options) { o.duration = 0 },
 		func(o *options) { o.dstMAC = "x" },
 		func(o *options) { o.live, o.size = true, 4000 },
+		func(o *options) { o.live, o.metricsAddr = true, ":0" },
 	} {
 		o := good
 		mut(&o)

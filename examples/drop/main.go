@@ -49,6 +49,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
+	"github.com/packetio/packetio/examples/internal/promserve"
 	"github.com/packetio/packetio/examples/internal/testbed"
 )
 
@@ -60,6 +61,7 @@ type options struct {
 	cpu              string
 	busyPoll, stamps bool
 	feedPPS          float64 // the feeder's rate, 0: flat out (tests slow it)
+	metricsAddr      string  // -metrics: serve the counters there
 }
 
 func main() {
@@ -74,6 +76,7 @@ func main() {
 	flag.StringVar(&o.cpu, "cpu", "", "CPUs to pin the workers to, worker i on the i-th, e.g. 1 or 1,0 (default: CPU 1 for one queue on the own pair of a 2+ CPU machine, the feeder taking CPU 0; else the scheduler's choice)")
 	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the queues (afxdp: SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.BoolVar(&o.stamps, "stamps", false, "receive with arrival timestamps (ReceiveTimestamps; afxdp: stamped by its program, off by default)")
+	flag.StringVar(&o.metricsAddr, "metrics", "", promserve.Flag)
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: drop [flags]\n\nReceives and discards every packet, and reports the rate, the receive batch\nsize and the machine's CPU. Ctrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
 		flag.PrintDefaults()
@@ -167,6 +170,11 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	res := result{first: line.String()}
 	fmt.Fprintln(w, res.first)
 	w.Write(setup.Bytes())
+	ms, err := promserve.ForDevice(o.metricsAddr, d, bed.Name, w)
+	if err != nil {
+		return res, err
+	}
+	defer ms.Close() // before the device closes
 
 	var total atomic.Uint64
 	var wg sync.WaitGroup

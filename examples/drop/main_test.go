@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,5 +115,56 @@ func TestSteering(t *testing.T) {
 	}
 	if f := (options{backend: "afpacket", port: 9}).steering(); len(f.Match) != 0 {
 		t.Errorf("afpacket, a tap, asked to steer: %s", f)
+	}
+}
+
+// lineWriter hands the address of the "metrics: " line to a channel.
+type lineWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	addr chan string
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for _, line := range strings.Split(string(p), "\n") {
+		if u, ok := strings.CutPrefix(line, "metrics: "); ok {
+			l.addr <- u
+		}
+	}
+	return len(p), nil
+}
+
+// TestDropServesMetrics: -metrics serves the receive queue's counters while
+// drop runs (the names are the metrics module's; its tests hold the two
+// equal).
+func TestDropServesMetrics(t *testing.T) {
+	testenv.NeedRoot(t)
+	testenv.NeedBPF(t)
+	o := options{backend: "afpacket", queues: 1, batch: 64, port: discardPort, duration: 2 * time.Second, report: time.Second, feedPPS: 300000, metricsAddr: "127.0.0.1:0"}
+	w := &lineWriter{addr: make(chan string, 1)}
+	errc := make(chan error, 1)
+	go func() { _, err := run(context.Background(), o, w); errc <- err }()
+	var body []byte
+	select {
+	case u := <-w.addr:
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	case err := <-errc:
+		t.Fatalf("run ended before serving metrics: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`# TYPE packetio_packets_total counter`, `packetio_queue_up{backend="afpacket",interface="`, `",queue="0",direction="rx"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the scrape lacks %q:\n%s", want, body)
+		}
 	}
 }

@@ -54,6 +54,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
+	"github.com/packetio/packetio/examples/internal/promserve"
 	"github.com/packetio/packetio/examples/internal/testbed"
 )
 
@@ -70,6 +71,7 @@ type options struct {
 	cpu              string
 	busyPoll         bool
 	feedPPS          float64 // the feeder's rate, 0: flat out (tests slow it)
+	metricsAddr      string  // -metrics: serve the counters there
 }
 
 func main() {
@@ -82,6 +84,7 @@ func main() {
 	flag.DurationVar(&o.report, "report", time.Second, "interval between report lines")
 	flag.StringVar(&o.cpu, "cpu", "", "CPU to pin the router to, e.g. 1 (default: CPU 1 on the own pair of a 2+ CPU machine, the feeder taking CPU 0; else the scheduler's choice)")
 	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the queues (afxdp: SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
+	flag.StringVar(&o.metricsAddr, "metrics", "", promserve.Flag)
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: l3fwd [flags]\n\nForwards IPv4 in place. Exit status: 0 if every frame was accounted for at the\nend, 1 otherwise or on failure, 2 for bad flags.\n\n")
 		flag.PrintDefaults()
@@ -196,6 +199,11 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	res.first = line.String()
 	fmt.Fprintln(w, res.first)
 	w.Write(setup.Bytes())
+	ms, err := promserve.ForDevice(o.metricsAddr, d, bed.Name, w)
+	if err != nil {
+		return res, err
+	}
+	defer ms.Close() // before the device closes
 
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
