@@ -224,3 +224,41 @@ func TestCaptureRefusesFlags(t *testing.T) {
 		exittest.Refused(t, "capture", tc.args, tc.want)
 	}
 }
+
+// TestCaptureKernelFilterAFXDP: on afxdp the expression is the XDP
+// program's steering: only matching frames reach the queue (nothing is
+// filtered in user space), and the stamps are afxdp's.
+func TestCaptureKernelFilterAFXDP(t *testing.T) {
+	testenv.NeedBPF(t)
+	bed, tx, mac := pair(t)
+	want := frames(mac, 7777, 10)
+	other := frames(mac, 7778, 10)
+	out := filepath.Join(t.TempDir(), "c.pcapng")
+	o := options{backend: "afxdp", out: out, expr: "udp dst port 7777", queues: 1, batch: 64, snaplen: pcapfile.DefaultSnapLen,
+		count: uint64(len(want)), duration: 10 * time.Second, report: time.Second, bed: bed,
+		feed: func(ctx context.Context) error {
+			var mixed [][]byte
+			for i := range want {
+				mixed = append(mixed, other[i], want[i])
+			}
+			return send(tx, mixed)
+		}}
+	var buf bytes.Buffer
+	res, err := run(context.Background(), o, &buf)
+	t.Log(buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.first, `filter "udp dst port 7777" in the kernel`) || !strings.Contains(res.first, "stamps: the backend's, CLOCK_MONOTONIC") {
+		t.Errorf("first line %q", res.first)
+	}
+	got := readBack(t, out)
+	if len(got) != len(want) || res.filtered != 0 {
+		t.Fatalf("%d frames in the file, want %d; %d filtered in user space", len(got), len(want), res.filtered)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("frame %d differs", i)
+		}
+	}
+}
