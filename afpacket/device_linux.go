@@ -151,6 +151,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		MaxFrameSize:      cfg.frameSize - frameHeadroom,
 		MaxTxLen:          maxTxLen,
 		MaxQueues:         MaxQueues,
+		SteeringCopies:    cfg.rxFilter != nil,
 	}
 	return d, nil
 }

@@ -3,6 +3,8 @@ package afpacket
 import (
 	"fmt"
 
+	"golang.org/x/net/bpf"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/host"
 )
@@ -67,6 +69,7 @@ type config struct {
 	multiBuffer             bool
 	lowLatency              bool
 	qdisc                   bool
+	steeringConfig
 }
 
 // WithQueues sets both the transmit and the receive queue count to n.
@@ -196,6 +199,9 @@ type resolved struct {
 	lowLatency                         bool
 	v2FrameSize, v2BlockSize, v2Blocks int
 	qdisc                              bool
+	rxFilter                           []bpf.Instruction    // WithSteering, WithFilterExpr: nil without
+	rxFilterRaw                        []bpf.RawInstruction // rxFilter assembled, for SO_ATTACH_FILTER
+	rxFilterBy                         string               // the option that set it, for errors
 }
 
 // resolve fills in defaults and refuses what cannot work. The error wraps
@@ -272,6 +278,9 @@ func (c config) resolve() (resolved, error) {
 			return bad("WithFrames(%d): WithGSO and WithMultiBuffer with %d-byte frames need %d frames per queue for one 64 KiB packet, have %d (use WithFrames(%d))",
 				r.frames, r.frameSize, need, r.perQueue, need*(r.txQueues+r.rxQueues))
 		}
+	}
+	if err := c.resolveSteering(&r); err != nil {
+		return resolved{}, err
 	}
 	r.blocks = max(RingBytes/r.blockSize, minBlocks)
 	if r.lowLatency {
