@@ -247,3 +247,10 @@ func TestSteeringOptions(t *testing.T) {
 		t.Errorf("no option: filter %v, %v; want none", r.rxFilter, err)
 	}
 }
+
+// TestIntegrationSteeringNoAllocations: with a filter on the receive
+// sockets (it takes the test frames), the fast paths still allocate
+// nothing.
+func TestIntegrationSteeringNoAllocations(t *testing.T) {
+	testNoAllocations(t, WithSteering(packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(uint16(testEtherType))}}))
+}
