@@ -120,6 +120,7 @@ FUZZMIN ?= 3s
 fuzz:
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzSteering$$' -fuzztime 1500x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./afxdp/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime 300x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/bpfmatch/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime 300x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/cbpf/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzParse$$' -fuzztime 150000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/pcapfilter/
 	$(REQUIRED) $(GO) test -tags pcap -run XXX -fuzz '^FuzzLibpcap$$' -fuzztime 150000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/pcapfilter/
 	$(REQUIRED) $(GO) test -tags packetio_checked -run XXX -fuzz '^FuzzDescSequence$$' -fuzztime 20000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./pipe/

@@ -5,6 +5,8 @@ package afpacket_test
 import (
 	"testing"
 
+	"github.com/packetio/packetio"
+
 	"github.com/packetio/packetio/afpacket"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/packetiotest"
@@ -116,4 +118,25 @@ func sendStamped(pair *netns.Pair) func(t *testing.T, d packetiotest.Device) int
 		}
 		return sent
 	}
+}
+
+// The steering part of the suite, with the one difference it reads from
+// Capabilities: the kernel keeps its copy of every frame
+// (SteeringCopies).
+func TestConformanceSteering(t *testing.T) {
+	pair := netns.New(t)
+	packetiotest.RunSteering(t, func(t *testing.T, f packetio.SteeringFilter) (packetiotest.Device, error) {
+		var d *afpacket.Device
+		err := pair.A.Do(func() (err error) {
+			d, err = afpacket.Open(pair.A.Link, afpacket.WithSteering(f), afpacket.WithFrames(256))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !d.Capabilities().SteeringCopies {
+			t.Errorf("opened with WithSteering(%v), SteeringCopies is false", f)
+		}
+		return d, nil
+	})
 }

@@ -164,6 +164,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		NUMABound:         d.numaBound,
 		NUMANode:          d.numaNode,
 		ReadyFD:           cfg.rxQueues > 0,
+		SteeringCopies:    cfg.rxFilter != nil,
 	}
 	return d, nil
 }

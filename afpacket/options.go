@@ -3,6 +3,8 @@ package afpacket
 import (
 	"fmt"
 
+	"golang.org/x/net/bpf"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/numa"
@@ -72,6 +74,7 @@ type config struct {
 	numaNode                int  // WithNUMANode; meaningful when numaSet
 	numaSet                 bool // a node was named (not -1)
 	sysRoot                 string
+	steeringConfig
 }
 
 // WithNUMANode binds the frame region to NUMA node n (MPOL_BIND with
@@ -217,9 +220,12 @@ type resolved struct {
 	lowLatency                         bool
 	v2FrameSize, v2BlockSize, v2Blocks int
 	qdisc                              bool
-	txStamps                           bool   // WithTxTimestamps
-	numaWant                           int    // WithNUMANode, numa.Unset to follow the NIC
-	sysRoot                            string // tests: a fake sysfs; "" is /sys
+	txStamps                           bool                 // WithTxTimestamps
+	numaWant                           int                  // WithNUMANode, numa.Unset to follow the NIC
+	sysRoot                            string               // tests: a fake sysfs; "" is /sys
+	rxFilter                           []bpf.Instruction    // WithSteering, WithFilterExpr: nil without
+	rxFilterRaw                        []bpf.RawInstruction // rxFilter assembled, for SO_ATTACH_FILTER
+	rxFilterBy                         string               // the option that set it, for errors
 }
 
 // resolve fills in defaults and refuses what cannot work. The error wraps
@@ -302,6 +308,9 @@ func (c config) resolve() (resolved, error) {
 			return bad("WithFrames(%d): WithGSO and WithMultiBuffer with %d-byte frames need %d frames per queue for one 64 KiB packet, have %d (use WithFrames(%d))",
 				r.frames, r.frameSize, need, r.perQueue, need*(r.txQueues+r.rxQueues))
 		}
+	}
+	if err := c.resolveSteering(&r); err != nil {
+		return resolved{}, err
 	}
 	r.blocks = max(RingBytes/r.blockSize, minBlocks)
 	if r.lowLatency {

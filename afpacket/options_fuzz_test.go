@@ -2,6 +2,7 @@ package afpacket
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ func fuzzOptions(b []byte) (string, []Option) {
 	name := in.Name("veth0")
 	var opts []Option
 	for in.More() && len(opts) < 16 {
-		kind, v := in.Kind(13), in.Int32()
+		kind, v := in.Kind(15), in.Int32()
 		switch kind {
 		case 0:
 			opts = append(opts, WithQueues(v))
@@ -44,6 +45,10 @@ func fuzzOptions(b []byte) (string, []Option) {
 			opts = append(opts, WithTxTimestamps())
 		case 12:
 			opts = append(opts, WithNUMANode(v))
+		case 13:
+			opts = append(opts, WithSteering(fuzzSteering(int32(v))))
+		case 14:
+			opts = append(opts, WithFilterExpr(fuzzExprs[uint32(v)%uint32(len(fuzzExprs))]))
 		}
 	}
 	return name, opts
@@ -64,6 +69,9 @@ func FuzzValidate(f *testing.F) {
 		name, opts := fuzzOptions(b)
 		r, err := validate(name, opts)
 		if err != nil {
+			if errors.Is(err, packetio.ErrUnsupported) && strings.Contains(err.Error(), "WithSteering(") {
+				return // a filter the steering contract refuses
+			}
 			if !errors.Is(err, packetio.ErrInvalid) {
 				t.Fatalf("refusal %v does not match ErrInvalid", err)
 			}
@@ -93,6 +101,38 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("accepted %d blocks of %d bytes", r.blocks, r.blockSize)
 		case r.lowLatency && (r.v2FrameSize <= 0 || r.v2BlockSize < r.v2FrameSize || r.v2Blocks < minBlocks):
 			t.Fatalf("accepted a V2 ring of %d blocks of %d bytes in %d-byte slots", r.v2Blocks, r.v2BlockSize, r.v2FrameSize)
+		case (r.rxFilter != nil) != (len(r.rxFilterRaw) > 0) || len(r.rxFilterRaw) > 4096 || (r.rxFilter != nil && r.rxQueues == 0):
+			t.Fatalf("accepted a %d-instruction receive filter (%d assembled) with %d receive queues", len(r.rxFilter), len(r.rxFilterRaw), r.rxQueues)
 		}
 	})
+}
+
+// fuzzExprs are the tcpdump expressions the option fuzzer picks from.
+var fuzzExprs = []string{"", " ", "udp port 53", "ip6 and not tcp", "udp port", "vlan 5 and ether proto 0x88b5", "(", "host 10.0.0.1"}
+
+// fuzzSteering builds a steering filter from the bits of v: up to four
+// matches, contradictions included.
+func fuzzSteering(v int32) packetio.SteeringFilter {
+	var f packetio.SteeringFilter
+	for i := range 4 {
+		b := uint32(v) >> (8 * i) & 0xff
+		switch b % 8 {
+		case 0:
+		case 1:
+			f.Match = append(f.Match, packetio.MatchVLAN(uint16(b)*20))
+		case 2:
+			f.Match = append(f.Match, packetio.MatchEtherType(uint16(b)<<8))
+		case 3:
+			f.Match = append(f.Match, packetio.MatchIPProto(uint8(b>>3)))
+		case 4:
+			f.Match = append(f.Match, packetio.MatchDstPort(uint8(b>>3)|1, uint16(b))...)
+		case 5:
+			f.Match = append(f.Match, packetio.MatchSrcIP(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(b)}), int(b%33))))
+		case 6:
+			f.Match = append(f.Match, packetio.MatchDstIP(netip.PrefixFrom(netip.IPv6Loopback(), int(b%129))))
+		case 7:
+			f.Promiscuous = b&8 != 0
+		}
+	}
+	return f
 }

@@ -112,6 +112,11 @@ func openSocket(ifindex int, cfg resolved, withRing bool) (s *sock, err error) {
 	}
 	proto := uint16(0)
 	if withRing {
+		// The filter goes on first: the socket is not bound yet, so
+		// nothing has been queued to it that the filter did not see.
+		if err := attachFilter(fd, cfg.rxFilterRaw); err != nil {
+			return s, fmt.Errorf("%s: %w", cfg.rxFilterBy, err)
+		}
 		setup := s.setupRing
 		if cfg.lowLatency {
 			setup = s.setupRing2

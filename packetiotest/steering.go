@@ -11,6 +11,13 @@ import (
 // promiscuous is accepted, and a filter that contradicts itself is refused
 // with ErrUnsupported before anything is installed. openWith returns (nil,
 // nil) when the device cannot be opened here.
+//
+// Backends differ in one thing, which the suite reads from Capabilities
+// rather than asking the caller: where steering only copies
+// (SteeringCopies, a packet socket is a tap), the kernel keeps its copy of
+// every frame, so such a device must coexist with the kernel
+// (KernelCoexistence); where it takes frames away, SteeringCopies is
+// false. Either way a device opened with a filter says which it is.
 func RunSteering(t *testing.T, openWith func(t *testing.T, f packetio.SteeringFilter) (Device, error)) {
 	t.Run("PromiscuousIsAccepted", func(t *testing.T) {
 		d, err := openWith(t, packetio.SteeringFilter{Promiscuous: true})
@@ -22,6 +29,9 @@ func RunSteering(t *testing.T, openWith func(t *testing.T, f packetio.SteeringFi
 		}
 		if d == nil {
 			cannotOpen(t)
+		}
+		if c := d.Capabilities(); c.SteeringCopies && !c.KernelCoexistence {
+			t.Fatalf("Capabilities() = %+v: steering that leaves the kernel its copy (SteeringCopies) needs KernelCoexistence", c)
 		}
 	})
 	for _, c := range []struct {
