@@ -3,18 +3,15 @@ package afxdp_test
 import (
 	"encoding/binary"
 	"net/netip"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/cilium/ebpf/rlimit"
-	"github.com/google/gopacket/layers"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/steerfuzz"
 	"github.com/packetio/packetio/internal/testenv"
-	"github.com/packetio/packetio/internal/testframe"
 )
 
 // The steering compiler is checked against a reference written in plain Go
@@ -22,78 +19,6 @@ import (
 // (so that matches happen) and a fixed set of frames covering both
 // families, tags, IPv4 options and fragments, the kernel's verdict on the
 // compiled program must be the reference's.
-
-var (
-	fuzzMACs   = [][6]byte{{0x02, 0, 0, 0, 0, 0x0b}, {0x02, 0, 0, 0, 0, 0x0c}}
-	fuzzVLANs  = []uint16{5, 100}
-	fuzzEthers = []uint16{0x0800, 0x86dd, 0x88b5}
-	fuzzProtos = []uint8{6, 17, 47}
-	fuzzPorts  = []uint16{53, 9000}
-	fuzzPfx    = []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("10.0.0.1/32"),
-		netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("2001:db8::2/128"),
-	}
-)
-
-// fuzzFrames are the frames every filter is tried on.
-func fuzzFrames(t testing.TB) [][]byte {
-	var specs []testframe.Spec
-	for _, v6 := range []bool{false, true} {
-		for _, proto := range []layers.IPProtocol{layers.IPProtocolTCP, layers.IPProtocolUDP, 47} {
-			for _, p := range [][2]uint16{{53, 9000}, {9000, 53}, {1, 2}} {
-				specs = append(specs, testframe.Spec{V6: v6, Proto: proto, SPort: p[0], DPort: p[1]})
-			}
-		}
-		specs = append(specs,
-			testframe.Spec{V6: v6, DPort: 53, VLAN: []uint16{5}},
-			testframe.Spec{V6: v6, DPort: 9000, VLAN: []uint16{100}, QinQ: true},
-			testframe.Spec{V6: v6, DPort: 53, VLAN: []uint16{100, 5}},
-			testframe.Spec{V6: v6, DPort: 53, DstMAC: fuzzMACs[1][:]},
-		)
-	}
-	specs = append(specs,
-		testframe.Spec{DPort: 53, IPOpts: true},
-		testframe.Spec{DPort: 53, FragOff: 10},
-		testframe.Spec{Src: "11.0.0.1", Dst: "10.0.0.1", DPort: 9000},
-		testframe.Spec{V6: true, Src: "2001:db9::1", Dst: "2001:db8::2", DPort: 9000},
-		testframe.Spec{Ether: 0x88b5},
-		testframe.Spec{Ether: 0x88b5, VLAN: []uint16{5}},
-		testframe.Spec{Ether: layers.EthernetTypeARP},
-	)
-	out := make([][]byte, len(specs))
-	for i, s := range specs {
-		out[i] = s.Build(t)
-	}
-	return out
-}
-
-// filterFrom builds a filter from fuzz bytes: each byte pair picks a kind
-// and a value from the vocabulary.
-func filterFrom(data []byte) packetio.SteeringFilter {
-	var f packetio.SteeringFilter
-	for i := 0; i+1 < len(data) && len(f.Match) < 6; i += 2 {
-		v := int(data[i+1])
-		switch data[i] % 8 {
-		case 0:
-			f.Match = append(f.Match, packetio.MatchDstMAC(fuzzMACs[v%len(fuzzMACs)]))
-		case 1:
-			f.Match = append(f.Match, packetio.MatchVLAN(fuzzVLANs[v%len(fuzzVLANs)]))
-		case 2:
-			f.Match = append(f.Match, packetio.MatchEtherType(fuzzEthers[v%len(fuzzEthers)]))
-		case 3:
-			f.Match = append(f.Match, packetio.MatchIPProto(fuzzProtos[v%len(fuzzProtos)]))
-		case 4:
-			f.Match = append(f.Match, packetio.MatchSrcIP(fuzzPfx[v%len(fuzzPfx)]))
-		case 5:
-			f.Match = append(f.Match, packetio.MatchDstIP(fuzzPfx[v%len(fuzzPfx)]))
-		case 6:
-			f.Match = append(f.Match, packetio.MatchDstPort(fuzzProtos[v%2], fuzzPorts[(v/2)%2])...)
-		case 7:
-			f.Match = append(f.Match, packetio.MatchSrcPort(fuzzProtos[v%2], fuzzPorts[(v/2)%2])...)
-		}
-	}
-	return f
-}
 
 // parsed is what the reference reads of a frame.
 type parsed struct {
@@ -169,19 +94,8 @@ func reference(rules []packetio.Rule, b []byte) bool {
 
 // loadPace keeps program loads well under the rate that once wedged this
 // kernel's BPF allocator.
-var (
-	paceMu   sync.Mutex
-	lastLoad time.Time
-)
-
-func paced() {
-	paceMu.Lock()
-	defer paceMu.Unlock()
-	if d := 20*time.Millisecond - time.Since(lastLoad); d > 0 {
-		time.Sleep(d)
-	}
-	lastLoad = time.Now()
-}
+// pacer keeps the program loads of this package's tests at a sane pace.
+var pacer steerfuzz.Pacer
 
 func checkFilter(t *testing.T, frames [][]byte, f packetio.SteeringFilter) {
 	rules, err := f.Rules()
@@ -192,7 +106,7 @@ func checkFilter(t *testing.T, frames [][]byte, f packetio.SteeringFilter) {
 	if err != nil {
 		return // refused by the compiler, which is allowed to refuse
 	}
-	paced()
+	pacer.Wait()
 	c, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{m}})
 	if err != nil {
 		t.Fatalf("%v: the compiled program does not load: %v", f, err)
@@ -213,9 +127,9 @@ func checkFilter(t *testing.T, frames [][]byte, f packetio.SteeringFilter) {
 func TestSteeringAgainstReference(t *testing.T) {
 	testenv.NeedBPF(t)
 	_ = rlimit.RemoveMemlock()
-	frames := fuzzFrames(t)
+	frames := steerfuzz.Frames(t)
 	for _, seed := range fuzzSeeds {
-		checkFilter(t, frames, filterFrom(seed))
+		checkFilter(t, frames, steerfuzz.Filter(seed, false))
 	}
 }
 
@@ -236,8 +150,8 @@ func FuzzSteering(f *testing.F) {
 		testenv.NeedBPF(t)
 		_ = rlimit.RemoveMemlock()
 		if frames == nil {
-			frames = fuzzFrames(t)
+			frames = steerfuzz.Frames(t)
 		}
-		checkFilter(t, frames, filterFrom(data))
+		checkFilter(t, frames, steerfuzz.Filter(data, false))
 	})
 }

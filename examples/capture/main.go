@@ -33,7 +33,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -44,8 +43,6 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/examples/internal/backend"
-	"github.com/packetio/packetio/examples/internal/cpus"
-	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/pcapfile"
@@ -215,7 +212,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	case o.feed != nil:
 		line.Feed = "fed by the test"
 	case bed.Own():
-		if feeder, err = newFeeder(bed, o, d); err != nil {
+		if feeder, err = live.NewUDPFeeder(bed, unowned, discardPort, o.queues, live.NativeXDP(d)); err != nil {
 			return result{}, err
 		}
 		defer feeder.Close()
@@ -373,27 +370,4 @@ func (c *capturer) receive(ctx context.Context, rx packetio.RxQueue, q int) erro
 		rx.Fill(rx.NumFreeFillSlots())
 	}
 	return nil
-}
-
-// newFeeder: drop's feeder, 60-byte UDP frames on 64 flows from the peer's
-// kernel, one generator per queue.
-func newFeeder(bed *testbed.Bed, o options, d packetio.Device) (*live.Feeder, error) {
-	mac, err := bed.MAC()
-	if err != nil {
-		return nil, err
-	}
-	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 2}, DstMAC: mac,
-		SrcIP: testbed.AddrB.Addr(), DstIP: unowned, SrcPort: 1024, DstPort: discardPort, Size: 60}
-	buf := make([]byte, spec.Len())
-	frame.Build(buf, spec)
-	allowed, err := cpus.Allowed()
-	if err != nil {
-		return nil, err
-	}
-	gens := make([]int, o.queues)
-	for q := range gens {
-		gens[q] = allowed[q%len(allowed)]
-	}
-	x, ok := d.(*afxdp.Device)
-	return live.NewFeeder(bed, buf, live.Flows{Offset: spec.HeaderLen() - 8, N: 64}, gens, ok && x.Info().Mode == "native")
 }

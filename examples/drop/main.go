@@ -35,7 +35,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"sync"
@@ -43,10 +42,8 @@ import (
 	"time"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/cpus"
-	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/promserve"
@@ -154,7 +151,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	defer cancel()
 	var feeder *live.Feeder
 	if bed.Own() {
-		if feeder, err = newFeeder(bed, o, d); err != nil {
+		if feeder, err = live.NewUDPFeeder(bed, unowned, discardPort, o.queues, live.NativeXDP(d)); err != nil {
 			return result{}, err
 		}
 		defer feeder.Close()
@@ -228,37 +225,6 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 		return res, fmt.Errorf("feeder: %w", ferr)
 	}
 	return res, nil
-}
-
-// newFeeder loads the in-kernel generator on the peer: 60-byte UDP frames
-// to the measured end's MAC, for an address nobody owns, on 64 flows
-// (source ports), one generator per queue on CPUs 0, 1, ... (a veth picks
-// the receive queue by the sending CPU).
-func newFeeder(bed *testbed.Bed, o options, d packetio.Device) (*live.Feeder, error) {
-	mac, err := bed.MAC()
-	if err != nil {
-		return nil, err
-	}
-	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0x70, 0x69, 0x6f, 0, 2}, DstMAC: mac,
-		SrcIP: testbed.AddrB.Addr(), DstIP: unowned, SrcPort: 1024, DstPort: discardPort, Size: 60}
-	buf := make([]byte, spec.Len())
-	frame.Build(buf, spec)
-	allowed, err := cpus.Allowed()
-	if err != nil {
-		return nil, err
-	}
-	gens := make([]int, o.queues)
-	for q := range gens {
-		gens[q] = allowed[q%len(allowed)]
-	}
-	return live.NewFeeder(bed, buf, live.Flows{Offset: spec.HeaderLen() - 8, N: 64}, gens, nativeXDP(d))
-}
-
-// nativeXDP reports whether d runs a native XDP program on its interface,
-// which makes a veth take XDP frames without GRO.
-func nativeXDP(d packetio.Device) bool {
-	x, ok := d.(*afxdp.Device)
-	return ok && x.Info().Mode == "native"
 }
 
 // receive is the receive cycle for one queue. With -busy-poll it never

@@ -3,66 +3,25 @@ package cbpf_test
 import (
 	"errors"
 	"net/netip"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/cilium/ebpf/rlimit"
-	"github.com/google/gopacket/layers"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/filter/cbpf"
+	"github.com/packetio/packetio/internal/steerfuzz"
 	"github.com/packetio/packetio/internal/testenv"
-	"github.com/packetio/packetio/internal/testframe"
 )
 
-var (
-	fuzzMACs   = [][6]byte{{0x02, 0, 0, 0, 0, 0x0b}, {0x02, 0, 0, 0, 0, 0x0c}}
-	fuzzVLANs  = []uint16{5, 100}
-	fuzzEthers = []uint16{0x0800, 0x86dd, 0x88b5}
-	fuzzProtos = []uint8{6, 17, 47}
-	fuzzPorts  = []uint16{53, 9000}
-	fuzzPfx    = []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("10.0.0.1/32"),
-		netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("2001:db8::2/128"),
-	}
-)
-
-// frames covers both families, tags, IPv4 options and fragments, near
-// misses of every field, and truncated frames.
+// frames are steerfuzz's frames and truncated copies of each: a load past
+// the end must fail only its own condition, as in the eBPF program.
 func frames(t testing.TB) [][]byte {
-	var specs []testframe.Spec
-	for _, v6 := range []bool{false, true} {
-		for _, proto := range []layers.IPProtocol{layers.IPProtocolTCP, layers.IPProtocolUDP, 47} {
-			for _, p := range [][2]uint16{{53, 9000}, {9000, 53}, {1, 2}} {
-				specs = append(specs, testframe.Spec{V6: v6, Proto: proto, SPort: p[0], DPort: p[1]})
-			}
-		}
-		specs = append(specs,
-			testframe.Spec{V6: v6, DPort: 53, VLAN: []uint16{5}},
-			testframe.Spec{V6: v6, DPort: 9000, VLAN: []uint16{100}, QinQ: true},
-			testframe.Spec{V6: v6, DPort: 53, VLAN: []uint16{100, 5}},
-			testframe.Spec{V6: v6, DPort: 53, DstMAC: fuzzMACs[1][:]},
-		)
-	}
-	specs = append(specs,
-		testframe.Spec{DPort: 53, IPOpts: true},
-		testframe.Spec{DPort: 53, FragOff: 10},
-		testframe.Spec{Src: "11.0.0.1", Dst: "10.0.0.1", DPort: 9000},
-		testframe.Spec{V6: true, Src: "2001:db9::1", Dst: "2001:db8::2", DPort: 9000},
-		testframe.Spec{Ether: 0x88b5},
-		testframe.Spec{Ether: 0x88b5, VLAN: []uint16{5}},
-		testframe.Spec{Ether: layers.EthernetTypeARP},
-	)
 	var out [][]byte
-	for _, s := range specs {
-		b := s.Build(t)
+	for _, b := range steerfuzz.Frames(t) {
 		out = append(out, b)
-		// Truncated copies: a load past the end must fail only its
-		// own condition, as in the eBPF program.
 		for _, n := range []int{14, 18, 30, 36, 56} {
 			if n < len(b) {
 				out = append(out, append([]byte(nil), b[:n]...))
@@ -70,36 +29,6 @@ func frames(t testing.TB) [][]byte {
 		}
 	}
 	return out
-}
-
-// filterFrom builds a filter from fuzz bytes: each byte pair picks a kind
-// and a value from the vocabulary.
-func filterFrom(data []byte) packetio.SteeringFilter {
-	var f packetio.SteeringFilter
-	for i := 0; i+1 < len(data) && len(f.Match) < 6; i += 2 {
-		v := int(data[i+1])
-		switch data[i] % 9 {
-		case 0:
-			f.Match = append(f.Match, packetio.MatchDstMAC(fuzzMACs[v%len(fuzzMACs)]))
-		case 1:
-			f.Match = append(f.Match, packetio.MatchVLAN(fuzzVLANs[v%len(fuzzVLANs)]))
-		case 2:
-			f.Match = append(f.Match, packetio.MatchEtherType(fuzzEthers[v%len(fuzzEthers)]))
-		case 3:
-			f.Match = append(f.Match, packetio.MatchIPProto(fuzzProtos[v%len(fuzzProtos)]))
-		case 4:
-			f.Match = append(f.Match, packetio.MatchSrcIP(fuzzPfx[v%len(fuzzPfx)]))
-		case 5:
-			f.Match = append(f.Match, packetio.MatchDstIP(fuzzPfx[v%len(fuzzPfx)]))
-		case 6:
-			f.Match = append(f.Match, packetio.MatchDstPort(fuzzProtos[v%2], fuzzPorts[(v/2)%2])...)
-		case 7:
-			f.Match = append(f.Match, packetio.MatchSrcPort(fuzzProtos[v%2], fuzzPorts[(v/2)%2])...)
-		case 8:
-			f.Promiscuous = v%2 == 0
-		}
-	}
-	return f
 }
 
 // vmProgram replaces the loads of the stripped VLAN tag, which the Go VM
@@ -165,20 +94,8 @@ func (k *kernelSock) verdict(t testing.TB, b []byte) bool {
 	return n > 0
 }
 
-var (
-	paceMu   sync.Mutex
-	lastLoad time.Time
-)
-
-// paced keeps eBPF loads at 50 a second at most.
-func paced() {
-	paceMu.Lock()
-	defer paceMu.Unlock()
-	if d := 20*time.Millisecond - time.Since(lastLoad); d > 0 {
-		time.Sleep(d)
-	}
-	lastLoad = time.Now()
-}
+// pacer keeps the program loads of this package's tests at a sane pace.
+var pacer steerfuzz.Pacer
 
 // differential checks that the classic program (in the Go VM, and in the
 // kernel when kernel is set) and the eBPF steering program (in the kernel,
@@ -203,7 +120,7 @@ func differential(t *testing.T, fs [][]byte, f packetio.SteeringFilter, kernel b
 	if err != nil {
 		t.Fatalf("%v: the VM refuses the program: %v", f, err)
 	}
-	paced()
+	pacer.Wait()
 	c, err := filter.NewClassifier(filter.Program{Matches: []filter.Match{m}})
 	if err != nil {
 		t.Fatalf("%v: the eBPF program does not load: %v", f, err)
@@ -246,7 +163,7 @@ func TestDifferential(t *testing.T) {
 	_ = rlimit.RemoveMemlock()
 	fs := frames(t)
 	for _, s := range seeds {
-		differential(t, fs, filterFrom(s), true)
+		differential(t, fs, steerfuzz.Filter(s, true), true)
 	}
 }
 
@@ -267,7 +184,7 @@ func FuzzDifferential(f *testing.F) {
 			fs = frames(t)
 		}
 		n++
-		differential(t, fs, filterFrom(data), n%16 == 0)
+		differential(t, fs, steerfuzz.Filter(data, true), n%16 == 0)
 	})
 }
 
