@@ -138,10 +138,10 @@ func vethPair(t *testing.T, m vethMode) *netns.Pair {
 		t.Fatal(err)
 	}
 	if m.peerTxOff {
-		ethtool(t, pair.B, "tx", "off")
+		ethtool(t, pair.B, "tx", false)
 	}
 	if m.groOnA {
-		ethtool(t, pair.A, "gro", "on")
+		ethtool(t, pair.A, "gro", true)
 	}
 	return pair
 }
@@ -192,20 +192,14 @@ var families = []family{
 	{"v6", "tcp6", "udp6", vethStack6.Addr(), vethKernelB6.Addr()},
 }
 
-// ethtool sets features of h's link with ethtool -K, inside h's namespace.
-func ethtool(t *testing.T, h *netns.Host, features ...string) {
+// ethtool turns an offload feature of h's link on or off, inside h's
+// namespace.
+func ethtool(t *testing.T, h *netns.Host, feature string, on bool) {
 	t.Helper()
 	if _, err := exec.LookPath("ethtool"); err != nil {
 		testenv.CannotRun(t, "needs ethtool: %v", err)
 	}
-	args := append([]string{"-K", h.Link}, features...)
-	if err := h.Do(func() error {
-		out, err := exec.Command("ethtool", args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ethtool %v: %v: %s", args, err, out)
-		}
-		return nil
-	}); err != nil {
+	if err := h.SetFeature(feature, on); err != nil {
 		t.Fatal(err)
 	}
 }

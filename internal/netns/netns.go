@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"runtime"
 	"testing"
 
@@ -201,6 +202,23 @@ func (p *Pair) Close() error {
 // closes: hand it to a child process (exec.Cmd.ExtraFiles) that must enter
 // the namespace with setns(2).
 func (h *Host) NamespaceFD() int { return int(h.ns) }
+
+// SetFeature turns an offload feature of the host's link on or off with
+// `ethtool -K LINK name on|off` inside its namespace (e.g. "tx" for
+// transmit checksum offload, which takes TSO with it, or "gro").
+func (h *Host) SetFeature(name string, on bool) error {
+	v := "off"
+	if on {
+		v = "on"
+	}
+	return h.Do(func() error {
+		out, err := exec.Command("ethtool", "-K", h.Link, name, v).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ethtool -K %s %s %s: %v: %s", h.Link, name, v, err, out)
+		}
+		return nil
+	})
+}
 
 // Do runs fn inside the host's namespace on a locked OS thread and returns
 // its error. Sockets fn opens stay in the namespace.

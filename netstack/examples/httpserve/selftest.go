@@ -232,7 +232,7 @@ func sizeName(n int64) string {
 func (b *bed) run(backend string) error {
 	addr, listen := addrA.Addr(), b.listenKernel
 	if backend == "kernel" {
-		if err := setPeerTx(b.pair.B, true); err != nil {
+		if err := b.pair.B.SetFeature("tx", true); err != nil {
 			return err
 		}
 	} else {
@@ -303,7 +303,7 @@ func (b *bed) startStack(backend string) (packetio.Device, *netstack.Stack, erro
 	// On a veth, B's kernel leaves TCP checksums for the "hardware" to
 	// finish; AF_XDP would hand the stack such frames as they are, so B
 	// finishes its own checksums while the stack is on afxdp.
-	if err := setPeerTx(b.pair.B, backend != "afxdp"); err != nil {
+	if err := b.pair.B.SetFeature("tx", backend != "afxdp"); err != nil {
 		return nil, nil, err
 	}
 	var dev packetio.Device
@@ -533,20 +533,4 @@ func (cw *countWriter) Write(p []byte) (int, error) {
 	n, err := cw.w.Write(p)
 	cw.n += int64(n)
 	return n, err
-}
-
-// setPeerTx turns transmit checksum offload (and with it TSO) of h's link
-// on or off, inside h's namespace.
-func setPeerTx(h *netns.Host, on bool) error {
-	v := "off"
-	if on {
-		v = "on"
-	}
-	return h.Do(func() error {
-		out, err := exec.Command("ethtool", "-K", h.Link, "tx", v).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ethtool -K %s tx %s: %v: %s", h.Link, v, err, out)
-		}
-		return nil
-	})
 }

@@ -33,7 +33,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -49,6 +48,7 @@ import (
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/netstack"
 	"github.com/packetio/packetio/netstack/afxdpsteer"
+	"github.com/packetio/packetio/netstack/examples/internal/connloop"
 )
 
 // defaultConfigs is every configuration the issue asks about.
@@ -197,13 +197,13 @@ func run(o options, w io.Writer, verbose bool) ([]summary, error) {
 	txOff := false
 	defer func() {
 		if txOff {
-			setPeerTx(pair.B, true)
+			pair.B.SetFeature("tx", true)
 		}
 	}()
 	var sums []summary
 	for _, c := range configs {
 		if off := c.backend == "afxdp"; off != txOff {
-			if err := setPeerTx(pair.B, !off); err != nil {
+			if err := pair.B.SetFeature("tx", !off); err != nil {
 				return sums, err
 			}
 			txOff = off
@@ -269,7 +269,7 @@ func soakConfig(o options, c config, pair *netns.Pair, addr netip.Prefix, w io.W
 	defer func() { l.Close(); <-done }()
 	go func() {
 		defer close(done)
-		echoServer(l)
+		connloop.Serve(l, func(c net.Conn) { io.CopyBuffer(c, c, make([]byte, 256<<10)) })
 	}()
 	target := netip.AddrPortFrom(addr.Addr(), uint16(o.port)).String()
 	var times []time.Duration
@@ -304,44 +304,6 @@ func soakConfig(o options, c config, pair *netns.Pair, addr netip.Prefix, w io.W
 	return sum, nil
 }
 
-// echoServer echoes every connection l accepts until l closes, and then
-// closes the connections still open.
-func echoServer(l net.Listener) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	live := map[net.Conn]bool{}
-	defer func() {
-		mu.Lock()
-		for c := range live {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		mu.Lock()
-		live[c] = true
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			io.CopyBuffer(c, c, make([]byte, 256<<10))
-			mu.Lock()
-			delete(live, c)
-			mu.Unlock()
-			c.Close()
-		}()
-	}
-}
-
-type zeros struct{}
-
-func (zeros) Read(b []byte) (int, error) { clear(b); return len(b), nil }
-
 // echo connects from B's kernel to target, sends n bytes while reading
 // them back, and returns how long that took. If it did not finish within
 // deadline (the error wraps os.ErrDeadlineExceeded) or failed, info is the
@@ -364,7 +326,7 @@ func echo(pair *netns.Pair, target string, n int64, deadline time.Duration) (d t
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sent, werr = io.Copy(c, io.LimitReader(zeros{}, n))
+		sent, werr = io.Copy(c, io.LimitReader(connloop.Zeros{}, n))
 		if werr == nil {
 			werr = c.(*net.TCPConn).CloseWrite()
 		}
@@ -416,20 +378,4 @@ func statsDelta(a, b netstack.Stats) string {
 	return fmt.Sprintf("rx %d pkts, tx %d pkts, tx dropped %d (waits %d), bad checksums %d, tcp retransmits %d, resets sent %d, established %d",
 		b.RxPackets-a.RxPackets, b.TxPackets-a.TxPackets, b.TxDropped-a.TxDropped, b.TxWaits-a.TxWaits,
 		b.RxBadChecksum-a.RxBadChecksum, b.TCPRetransmits-a.TCPRetransmits, b.TCPResetsSent-a.TCPResetsSent, b.TCPCurrentEstablished)
-}
-
-// setPeerTx turns transmit checksum offload (and with it TSO) of h's link
-// on or off, inside h's namespace.
-func setPeerTx(h *netns.Host, on bool) error {
-	v := "off"
-	if on {
-		v = "on"
-	}
-	return h.Do(func() error {
-		out, err := exec.Command("ethtool", "-K", h.Link, "tx", v).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ethtool -K %s tx %s: %v: %s", h.Link, v, err, out)
-		}
-		return nil
-	})
 }

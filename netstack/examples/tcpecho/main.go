@@ -58,7 +58,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime/pprof"
 	"slices"
@@ -73,6 +72,7 @@ import (
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/netstack"
 	"github.com/packetio/packetio/netstack/afxdpsteer"
+	"github.com/packetio/packetio/netstack/examples/internal/connloop"
 )
 
 type options struct {
@@ -481,7 +481,7 @@ func serve(l net.Listener, o options, verbose bool) {
 			case "sink":
 				n, _ = io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
 			case "source":
-				n, _ = io.Copy(c, io.LimitReader(zeros{}, o.bytes))
+				n, _ = io.Copy(c, io.LimitReader(connloop.Zeros{}, o.bytes))
 			}
 			if verbose {
 				fmt.Printf("%s: %s %d bytes\n", c.RemoteAddr(), o.mode, n)
@@ -489,10 +489,6 @@ func serve(l net.Listener, o options, verbose bool) {
 		}()
 	}
 }
-
-type zeros struct{}
-
-func (zeros) Read(b []byte) (int, error) { clear(b); return len(b), nil }
 
 // move is the client's half of a mode: it sends to a sink, reads from a
 // source, does both with an echo server. It returns Gbit/s (each way, for
@@ -506,7 +502,7 @@ func move(c net.Conn, mode string, n int64) (float64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sent, werr = io.Copy(c, io.LimitReader(zeros{}, n))
+			sent, werr = io.Copy(c, io.LimitReader(connloop.Zeros{}, n))
 			if cw, ok := c.(interface{ CloseWrite() error }); ok && werr == nil {
 				werr = cw.CloseWrite()
 			}
@@ -624,13 +620,13 @@ func selfTest(o options) error {
 	txOff := false // B's offloads as the kernel made them
 	defer func() {
 		if txOff {
-			setPeerTx(pair.B, true)
+			pair.B.SetFeature("tx", true)
 		}
 	}()
 	for run := 1; run <= o.runs; run++ {
 		for _, se := range all {
 			if se.txOff != txOff {
-				if err := setPeerTx(pair.B, !se.txOff); err != nil {
+				if err := pair.B.SetFeature("tx", !se.txOff); err != nil {
 					return err
 				}
 				txOff = se.txOff
@@ -655,22 +651,6 @@ func selfTest(o options) error {
 		fmt.Printf("  %-18s %s %.2f Gbit/s, %.0f req/s\n", se.name+":", o.mode, g, r)
 	}
 	return nil
-}
-
-// setPeerTx turns transmit checksum offload (and with it TSO) of h's link
-// on or off, inside h's namespace.
-func setPeerTx(h *netns.Host, on bool) error {
-	v := "off"
-	if on {
-		v = "on"
-	}
-	return h.Do(func() error {
-		out, err := exec.Command("ethtool", "-K", h.Link, "tx", v).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ethtool -K %s tx %s: %v: %s", h.Link, v, err, out)
-		}
-		return nil
-	})
 }
 
 func medians(rs []result) (float64, float64) {
@@ -809,50 +789,22 @@ func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, 
 // finished or given up by then, and a handler blocked on a stalled
 // connection would otherwise keep the measurement waiting for ever.
 func serveSplit(l net.Listener, o options) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	live := map[net.Conn]bool{}
-	defer func() {
-		mu.Lock()
-		for c := range live {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}()
-	for {
-		c, err := l.Accept()
-		if err != nil {
+	connloop.Serve(l, func(c net.Conn) {
+		var tag [1]byte
+		if _, err := io.ReadFull(c, tag[:]); err != nil {
 			return
 		}
-		mu.Lock()
-		live[c] = true
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				mu.Lock()
-				delete(live, c)
-				mu.Unlock()
-				c.Close()
-			}()
-			var tag [1]byte
-			if _, err := io.ReadFull(c, tag[:]); err != nil {
-				return
-			}
-			mode := o.mode
-			if tag[0] == 'r' {
-				mode = "echo"
-			}
-			switch mode {
-			case "echo":
-				io.CopyBuffer(c, c, make([]byte, 256<<10))
-			case "sink":
-				io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
-			case "source":
-				io.Copy(c, io.LimitReader(zeros{}, o.bytes))
-			}
-		}()
-	}
+		mode := o.mode
+		if tag[0] == 'r' {
+			mode = "echo"
+		}
+		switch mode {
+		case "echo":
+			io.CopyBuffer(c, c, make([]byte, 256<<10))
+		case "sink":
+			io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+		case "source":
+			io.Copy(c, io.LimitReader(connloop.Zeros{}, o.bytes))
+		}
+	})
 }

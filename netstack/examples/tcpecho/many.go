@@ -16,6 +16,7 @@ import (
 
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/netstack"
+	"github.com/packetio/packetio/netstack/examples/internal/connloop"
 )
 
 // -many N: N connections from the kernel on B to one server, all opened
@@ -177,7 +178,7 @@ func (s *manyServer) handle(c net.Conn) {
 	case "sink":
 		io.CopyBuffer(io.Discard, c, buf)
 	case "source":
-		io.CopyBuffer(c, io.LimitReader(zeros{}, s.bytes), buf)
+		io.CopyBuffer(c, io.LimitReader(connloop.Zeros{}, s.bytes), buf)
 	}
 }
 
