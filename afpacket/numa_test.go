@@ -6,17 +6,15 @@ import (
 	"bytes"
 	"errors"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/numa"
+	"github.com/packetio/packetio/internal/numa/numatest"
 )
 
 // withSysRoot points the NIC's node lookup at a fake sysfs.
@@ -27,10 +25,7 @@ func withSysRoot(root string) Option { return func(c *config) { c.sysRoot = root
 // the region's memory policy and Capabilities, and that frames still pass
 // through a bound region.
 func TestIntegrationNUMANode(t *testing.T) {
-	online, err := host.OnlineNodes("/sys")
-	if err != nil {
-		t.Skip("host without NUMA support:", err)
-	}
+	online := numatest.OnlineNodes(t)
 	pair := netns.New(t)
 	var ifindex int
 	if err := pair.A.Do(func() error {
@@ -42,19 +37,7 @@ func TestIntegrationNUMANode(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fake := t.TempDir()
-	for file, v := range map[string]string{
-		"devices/system/node/online":                     "0",
-		"class/net/" + pair.A.Link + "/ifindex":          strconv.Itoa(ifindex),
-		"class/net/" + pair.A.Link + "/device/numa_node": "0",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(fake, file)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(fake, file), []byte(v+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fake := numatest.FakeSys(t, "0", pair.A.Link, ifindex, 0)
 	b := openIn(t, pair.B, WithTxQueues(0))
 	for _, tc := range []struct {
 		name  string

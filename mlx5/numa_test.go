@@ -3,12 +3,10 @@
 package mlx5
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/numa"
+	"github.com/packetio/packetio/internal/numa/numatest"
 )
 
 // TestMapFramesBindsNode: the region Open registers with the card is bound
@@ -16,9 +14,7 @@ import (
 // (The model card does not go through Open's region: this checks mapFrames
 // itself.)
 func TestMapFramesBindsNode(t *testing.T) {
-	if _, err := host.OnlineNodes("/sys"); err != nil {
-		t.Skip("host without NUMA support:", err)
-	}
+	numatest.OnlineNodes(t)
 	for _, tc := range []struct {
 		node int
 		want string
@@ -41,19 +37,7 @@ func TestMapFramesBindsNode(t *testing.T) {
 // TestChooseNode: the port's PCI node (a fake sysfs here) is followed by
 // default, WithNUMANode wins, an offline node is refused.
 func TestChooseNode(t *testing.T) {
-	root := t.TempDir()
-	for file, v := range map[string]string{
-		"devices/system/node/online":    "0-1",
-		"class/net/lo/ifindex":          "1",
-		"class/net/lo/device/numa_node": "1",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, file)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, file), []byte(v+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := numatest.FakeSys(t, "0-1", "lo", 1, 1)
 	for _, tc := range []struct {
 		opts []Option
 		node int

@@ -8,28 +8,17 @@ import (
 	"testing"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/numa"
+	"github.com/packetio/packetio/internal/numa/numatest"
 	"github.com/packetio/packetio/packetiotest"
 	"github.com/packetio/packetio/pipe"
 )
-
-// onlineNodes skips on a host without NUMA support (mbind needs none of
-// root, veth or BPF).
-func onlineNodes(t *testing.T) []int {
-	t.Helper()
-	online, err := host.OnlineNodes("/sys")
-	if err != nil {
-		t.Skip("host without NUMA support:", err)
-	}
-	return online
-}
 
 // TestNUMANode: WithNUMANode(0) puts both regions on memory bound to node 0
 // and says so; the default and -1 leave them on the Go heap with the
 // default policy.
 func TestNUMANode(t *testing.T) {
-	onlineNodes(t)
+	numatest.OnlineNodes(t)
 	for _, tc := range []struct {
 		name  string
 		opts  []pipe.Option
@@ -70,7 +59,7 @@ func TestNUMANode(t *testing.T) {
 // TestNUMANodeClosedRegionReadsZeros: a frame slice kept past Close of a
 // bound pipe reads zeros instead of faulting.
 func TestNUMANodeClosedRegionReadsZeros(t *testing.T) {
-	onlineNodes(t)
+	numatest.OnlineNodes(t)
 	a, b, err := pipe.New(pipe.WithNUMANode(0), pipe.WithFrames(64))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +74,7 @@ func TestNUMANodeClosedRegionReadsZeros(t *testing.T) {
 }
 
 func TestNUMANodeRefused(t *testing.T) {
-	online := onlineNodes(t)
+	online := numatest.OnlineNodes(t)
 	off := 0
 	for _, n := range online {
 		if n == off {
@@ -109,7 +98,7 @@ func TestNUMANodeRefused(t *testing.T) {
 }
 
 func TestConformNUMANode(t *testing.T) {
-	onlineNodes(t)
+	numatest.OnlineNodes(t)
 	open, peer := conformPair(pipe.WithNUMANode(0))
 	packetiotest.Run(t, open, packetiotest.WithPeer(peer))
 }

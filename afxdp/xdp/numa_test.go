@@ -3,16 +3,14 @@ package xdp
 import (
 	"errors"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
-	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/numa"
+	"github.com/packetio/packetio/internal/numa/numatest"
 )
 
 // withSysRoot points the NIC's node lookup at a fake sysfs.
@@ -21,10 +19,7 @@ func withSysRoot(root string) Option { return func(c *config) { c.sysRoot = root
 // offlineNode is a node number the host does not have.
 func offlineNode(t *testing.T) int {
 	t.Helper()
-	online, err := host.OnlineNodes("/sys")
-	if err != nil {
-		t.Skip("host without NUMA support:", err)
-	}
+	online := numatest.OnlineNodes(t)
 	n := 0
 	for _, o := range online {
 		if o == n {
@@ -68,19 +63,7 @@ func TestNUMANode(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fake := t.TempDir()
-	for file, v := range map[string]string{
-		"devices/system/node/online":                  "0",
-		"class/net/" + p.B.Link + "/ifindex":          strconv.Itoa(ifindex),
-		"class/net/" + p.B.Link + "/device/numa_node": "0",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(fake, file)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(fake, file), []byte(v+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fake := numatest.FakeSys(t, "0", p.B.Link, ifindex, 0)
 	for _, tc := range []struct {
 		name  string
 		opts  []Option

@@ -2,6 +2,7 @@ package numa
 
 import (
 	"errors"
+	"github.com/packetio/packetio/internal/numa/numatest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,9 +78,7 @@ func TestChooseErrorNamesTheNode(t *testing.T) {
 // TestAllocBindsNode0 binds a region to node 0, which every Linux host
 // with NUMA support has, and reads the policy back.
 func TestAllocBindsNode0(t *testing.T) {
-	if _, err := os.Stat("/sys/devices/system/node/online"); err != nil {
-		t.Skip("host without NUMA support:", err)
-	}
+	numatest.OnlineNodes(t)
 	mem, err := Alloc(1<<20, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +102,7 @@ func TestAllocBindsNode0(t *testing.T) {
 }
 
 func TestDefaultPolicyOfGoMemory(t *testing.T) {
-	if _, err := os.Stat("/sys/devices/system/node/online"); err != nil {
-		t.Skip("host without NUMA support:", err)
-	}
+	numatest.OnlineNodes(t)
 	b := make([]byte, 64)
 	p, err := PolicyOf(b)
 	if err != nil {
