@@ -110,15 +110,17 @@ func readBack(t *testing.T, path string) [][]byte {
 	}
 }
 
-// TestCaptureFiltered: N known frames to port 7777 among frames to 7778
-// are captured, with -count N, byte for byte, and tcpdump reads the file.
-// The filter runs in user space on afpacket.
-func TestCaptureFiltered(t *testing.T) {
+// captureMixed sends n frames to UDP port 7777 interleaved with n to 7778
+// and captures them on backend with the filter "udp dst port 7777" and
+// -count n. It returns the run's result, the frames wanted, the frames the
+// file holds and the file.
+func captureMixed(t *testing.T, backend string, n int) (result, [][]byte, [][]byte, string) {
+	t.Helper()
 	bed, tx, mac := pair(t)
-	want := frames(mac, 7777, 20)
-	other := frames(mac, 7778, 20)
+	want := frames(mac, 7777, n)
+	other := frames(mac, 7778, n)
 	out := filepath.Join(t.TempDir(), "c.pcapng")
-	o := options{backend: "afpacket", out: out, expr: "udp dst port 7777", queues: 1, batch: 64, snaplen: pcapfile.DefaultSnapLen,
+	o := options{backend: backend, out: out, expr: "udp dst port 7777", queues: 1, batch: 64, snaplen: pcapfile.DefaultSnapLen,
 		count: uint64(len(want)), duration: 10 * time.Second, report: time.Second, bed: bed,
 		feed: func(ctx context.Context) error {
 			var mixed [][]byte
@@ -133,10 +135,17 @@ func TestCaptureFiltered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res, want, readBack(t, out), out
+}
+
+// TestCaptureFiltered: N known frames to port 7777 among frames to 7778
+// are captured, with -count N, byte for byte, and tcpdump reads the file.
+// The filter runs in user space on afpacket.
+func TestCaptureFiltered(t *testing.T) {
+	res, want, got, out := captureMixed(t, "afpacket", 20)
 	if !strings.Contains(res.first, `filter "udp dst port 7777" in user space`) || !strings.Contains(res.first, "stamps: the backend's, CLOCK_REALTIME") {
 		t.Errorf("first line %q", res.first)
 	}
-	got := readBack(t, out)
 	if len(got) != len(want) {
 		t.Fatalf("%d frames in the file, want %d", len(got), len(want))
 	}
@@ -150,10 +159,7 @@ func TestCaptureFiltered(t *testing.T) {
 	}
 	tcpdump, err := exec.LookPath("tcpdump")
 	if err != nil {
-		if os.Getenv("PACKETIO_CONFORM_REQUIRED") == "1" {
-			t.Fatal("no tcpdump")
-		}
-		t.Skip("no tcpdump")
+		testenv.CannotRun(t, "needs tcpdump: %v", err)
 	}
 	td, err := exec.Command(tcpdump, "-nn", "-r", out).CombinedOutput()
 	if err != nil {
@@ -230,29 +236,10 @@ func TestCaptureRefusesFlags(t *testing.T) {
 // filtered in user space), and the stamps are afxdp's.
 func TestCaptureKernelFilterAFXDP(t *testing.T) {
 	testenv.NeedBPF(t)
-	bed, tx, mac := pair(t)
-	want := frames(mac, 7777, 10)
-	other := frames(mac, 7778, 10)
-	out := filepath.Join(t.TempDir(), "c.pcapng")
-	o := options{backend: "afxdp", out: out, expr: "udp dst port 7777", queues: 1, batch: 64, snaplen: pcapfile.DefaultSnapLen,
-		count: uint64(len(want)), duration: 10 * time.Second, report: time.Second, bed: bed,
-		feed: func(ctx context.Context) error {
-			var mixed [][]byte
-			for i := range want {
-				mixed = append(mixed, other[i], want[i])
-			}
-			return send(tx, mixed)
-		}}
-	var buf bytes.Buffer
-	res, err := run(context.Background(), o, &buf)
-	t.Log(buf.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, want, got, _ := captureMixed(t, "afxdp", 10)
 	if !strings.Contains(res.first, `filter "udp dst port 7777" in the kernel`) || !strings.Contains(res.first, "stamps: the backend's, CLOCK_MONOTONIC") {
 		t.Errorf("first line %q", res.first)
 	}
-	got := readBack(t, out)
 	if len(got) != len(want) || res.filtered != 0 {
 		t.Fatalf("%d frames in the file, want %d; %d filtered in user space", len(got), len(want), res.filtered)
 	}
