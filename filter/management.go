@@ -5,6 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/packetio/packetio/filter/internal/layout"
 )
 
 // MaxManagementPrefixes bounds the addresses ManagementRules scopes its
@@ -15,11 +17,11 @@ const MaxManagementPrefixes = 16
 // solicitation) to 137 (redirect).
 func matchND() Match {
 	return Match{name: "nd", kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
-		insns := boundsTo(FrameBaseRegister, offIPv6L4+1, env.Next)
+		insns := boundsTo(FrameBaseRegister, layout.IPv6L4+1, env.Next)
 		insns = append(insns, etherTypeIs(EtherTypeIPv6, env.Next)...)
-		insns = append(insns, byteIs(offIPv6Next, protoICMPv6, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv6Next, protoICMPv6, env.Next)...)
 		return append(insns,
-			asm.LoadMem(asm.R1, FrameBaseRegister, offIPv6L4, asm.Byte),
+			asm.LoadMem(asm.R1, FrameBaseRegister, layout.IPv6L4, asm.Byte),
 			asm.JLT.Imm(asm.R1, 133, env.Next),
 			asm.JGT.Imm(asm.R1, 137, env.Next),
 			asm.Ja.Label(env.Redirect),

@@ -9,23 +9,12 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/filter/internal/layout"
 )
 
-// Offsets from the frame base (FrameBaseRegister) of an untagged frame whose
-// IP header has no options (IPv4) or extension headers (IPv6).
+// Protocol numbers the blocks test for; the offsets they read at, from
+// FrameBaseRegister, are filter/internal/layout's.
 const (
-	offIPv4VerIHL = 14
-	offIPv4Frag   = 20
-	offIPv4Proto  = 23
-	offIPv4Src    = 26
-	offIPv4Dst    = 30
-	offIPv4L4     = 34
-
-	offIPv6Next = 20
-	offIPv6Src  = 22
-	offIPv6Dst  = 38
-	offIPv6L4   = 54
-
 	protoICMP   = 1
 	protoTCP    = 6
 	protoUDP    = 17
@@ -37,9 +26,9 @@ const (
 // A first fragment still matches. Needs 22 bytes from the base proven.
 func ipv4Guard(miss string) asm.Instructions {
 	return asm.Instructions{
-		asm.LoadMem(asm.R1, FrameBaseRegister, offIPv4VerIHL, asm.Byte),
+		asm.LoadMem(asm.R1, FrameBaseRegister, layout.IPv4VerIHL, asm.Byte),
 		asm.JNE.Imm(asm.R1, 0x45, miss),
-		asm.LoadMem(asm.R1, FrameBaseRegister, offIPv4Frag, asm.Half),
+		asm.LoadMem(asm.R1, FrameBaseRegister, layout.IPv4Frag, asm.Half),
 		asm.And.Imm(asm.R1, NetShort(0x1fff)),
 		asm.JNE.Imm(asm.R1, 0, miss),
 	}
@@ -81,16 +70,16 @@ func halfIn(off int16, vals []uint16, hit, miss string) asm.Instructions {
 func l4Port(env MatchEnv, v6 bool, proto uint8, l4off int16, vals []uint16, miss string) asm.Instructions {
 	var insns asm.Instructions
 	if v6 {
-		insns = append(insns, boundsTo(FrameBaseRegister, offIPv6L4+int(l4off)+2, miss)...)
+		insns = append(insns, boundsTo(FrameBaseRegister, layout.IPv6L4+int(l4off)+2, miss)...)
 		insns = append(insns, etherTypeIs(EtherTypeIPv6, miss)...)
-		insns = append(insns, byteIs(offIPv6Next, proto, miss)...)
-		return append(insns, halfIn(offIPv6L4+l4off, vals, env.Redirect, miss)...)
+		insns = append(insns, byteIs(layout.IPv6Next, proto, miss)...)
+		return append(insns, halfIn(layout.IPv6L4+l4off, vals, env.Redirect, miss)...)
 	}
-	insns = append(insns, boundsTo(FrameBaseRegister, offIPv4L4+int(l4off)+2, miss)...)
+	insns = append(insns, boundsTo(FrameBaseRegister, layout.IPv4L4+int(l4off)+2, miss)...)
 	insns = append(insns, etherTypeIs(EtherTypeIPv4, miss)...)
 	insns = append(insns, ipv4Guard(miss)...)
-	insns = append(insns, byteIs(offIPv4Proto, proto, miss)...)
-	return append(insns, halfIn(offIPv4L4+l4off, vals, env.Redirect, miss)...)
+	insns = append(insns, byteIs(layout.IPv4Proto, proto, miss)...)
+	return append(insns, halfIn(layout.IPv4L4+l4off, vals, env.Redirect, miss)...)
 }
 
 // portMatch is a match on a TCP or UDP port field of either family.
@@ -141,9 +130,9 @@ func MatchTCPSrcPort(ports ...uint16) Match {
 // included.
 func MatchIPv4Proto(p uint8) Match {
 	return Match{name: fmt.Sprintf("ipv4-proto/%d", p), kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
-		insns := boundsTo(FrameBaseRegister, offIPv4Proto+1, env.Next)
+		insns := boundsTo(FrameBaseRegister, layout.IPv4Proto+1, env.Next)
 		insns = append(insns, etherTypeIs(EtherTypeIPv4, env.Next)...)
-		insns = append(insns, byteIs(offIPv4Proto, p, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv4Proto, p, env.Next)...)
 		return append(insns, asm.Ja.Label(env.Redirect)), nil
 	}}
 }
@@ -152,9 +141,9 @@ func MatchIPv4Proto(p uint8) Match {
 // taken literally: an extension header in between means no match.
 func MatchIPv6NextHeader(nh uint8) Match {
 	return Match{name: fmt.Sprintf("ipv6-nexthdr/%d", nh), kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
-		insns := boundsTo(FrameBaseRegister, offIPv6Next+1, env.Next)
+		insns := boundsTo(FrameBaseRegister, layout.IPv6Next+1, env.Next)
 		insns = append(insns, etherTypeIs(EtherTypeIPv6, env.Next)...)
-		insns = append(insns, byteIs(offIPv6Next, nh, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv6Next, nh, env.Next)...)
 		return append(insns, asm.Ja.Label(env.Redirect)), nil
 	}}
 }
@@ -163,11 +152,11 @@ func MatchIPv6NextHeader(nh uint8) Match {
 // later fragment).
 func MatchICMPv4Echo() Match {
 	return Match{name: "icmpv4-echo", kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
-		insns := boundsTo(FrameBaseRegister, offIPv4L4+1, env.Next)
+		insns := boundsTo(FrameBaseRegister, layout.IPv4L4+1, env.Next)
 		insns = append(insns, etherTypeIs(EtherTypeIPv4, env.Next)...)
 		insns = append(insns, ipv4Guard(env.Next)...)
-		insns = append(insns, byteIs(offIPv4Proto, protoICMP, env.Next)...)
-		insns = append(insns, byteIs(offIPv4L4, 8, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv4Proto, protoICMP, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv4L4, 8, env.Next)...)
 		return append(insns, asm.Ja.Label(env.Redirect)), nil
 	}}
 }
@@ -175,10 +164,10 @@ func MatchICMPv4Echo() Match {
 // MatchICMPv6Echo matches ICMPv6 echo requests (Next Header 58 directly).
 func MatchICMPv6Echo() Match {
 	return Match{name: "icmpv6-echo", kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
-		insns := boundsTo(FrameBaseRegister, offIPv6L4+1, env.Next)
+		insns := boundsTo(FrameBaseRegister, layout.IPv6L4+1, env.Next)
 		insns = append(insns, etherTypeIs(EtherTypeIPv6, env.Next)...)
-		insns = append(insns, byteIs(offIPv6Next, protoICMPv6, env.Next)...)
-		insns = append(insns, byteIs(offIPv6L4, 128, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv6Next, protoICMPv6, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv6L4, 128, env.Next)...)
 		return append(insns, asm.Ja.Label(env.Redirect)), nil
 	}}
 }
@@ -319,14 +308,14 @@ func prefixCode(p netip.Prefix, src bool, miss string) asm.Instructions {
 		words int
 	)
 	if p.Addr().Is4() {
-		et, off, words = EtherTypeIPv4, offIPv4Dst, 1
+		et, off, words = EtherTypeIPv4, layout.IPv4Dst, 1
 		if src {
-			off = offIPv4Src
+			off = layout.IPv4Src
 		}
 	} else {
-		et, off, words = EtherTypeIPv6, offIPv6Dst, 4
+		et, off, words = EtherTypeIPv6, layout.IPv6Dst, 4
 		if src {
-			off = offIPv6Src
+			off = layout.IPv6Src
 		}
 	}
 	insns := boundsTo(FrameBaseRegister, int(off)+4*words, miss)
@@ -460,14 +449,14 @@ func MatchL4Port(proto uint8, src bool, ports ...uint16) Match {
 	}
 	return Match{name: name, kind: kindBlock, build: func(env MatchEnv) (asm.Instructions, error) {
 		v6 := env.Label("v6")
-		insns := boundsTo(FrameBaseRegister, offIPv4L4, v6)
+		insns := boundsTo(FrameBaseRegister, layout.IPv4L4, v6)
 		insns = append(insns, etherTypeIs(EtherTypeIPv4, v6)...)
-		insns = append(insns, byteIs(offIPv4Proto, proto, env.Next)...)
+		insns = append(insns, byteIs(layout.IPv4Proto, proto, env.Next)...)
 		insns = append(insns,
-			asm.LoadMem(asm.R1, FrameBaseRegister, offIPv4Frag, asm.Half),
+			asm.LoadMem(asm.R1, FrameBaseRegister, layout.IPv4Frag, asm.Half),
 			asm.And.Imm(asm.R1, NetShort(0x1fff)),
 			asm.JNE.Imm(asm.R1, 0, env.Next), // a later fragment
-			asm.LoadMem(asm.R1, FrameBaseRegister, offIPv4VerIHL, asm.Byte),
+			asm.LoadMem(asm.R1, FrameBaseRegister, layout.IPv4VerIHL, asm.Byte),
 			asm.And.Imm(asm.R1, 0x0f),
 			asm.JLT.Imm(asm.R1, 5, env.Next), // not an IPv4 header
 			asm.LSh.Imm(asm.R1, 2),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/filter/internal/layout"
 )
 
 // Accept is what the program returns for a frame it takes: the snap length,
@@ -25,21 +26,9 @@ const (
 	pktMulticast = 2
 )
 
-// Offsets from the frame base of an untagged frame whose IP header has no
-// options (IPv4) or extension headers (IPv6); the same as the eBPF blocks'.
+// Ether types the compiler tests for; the offsets it reads at are
+// filter/internal/layout's, the eBPF blocks' own.
 const (
-	offEtherType  = 12
-	offIPv4VerIHL = 14
-	offIPv4Frag   = 20
-	offIPv4Proto  = 23
-	offIPv4Src    = 26
-	offIPv4Dst    = 30
-	offIPv4L4     = 34
-	offIPv6Next   = 20
-	offIPv6Src    = 22
-	offIPv6Dst    = 38
-	offIPv6L4     = 54
-
 	etherTypeIPv4 = 0x0800
 	etherTypeIPv6 = 0x86dd
 	etherTypeVLAN = 0x8100
@@ -112,7 +101,7 @@ func (a *asm) rule(r packetio.Rule, miss string) {
 		a.vlan(r.VLAN, miss)
 	}
 	if r.EtherType != 0 {
-		a.lenAtLeast(true, offEtherType+2, miss)
+		a.lenAtLeast(true, layout.EtherType+2, miss)
 		a.etherTypeIs(r.EtherType, miss)
 	}
 	if r.SrcPrefix.IsValid() {
@@ -132,16 +121,16 @@ func (a *asm) rule(r packetio.Rule, miss string) {
 	case r.IPProtoSet:
 		// IPv4 protocol (fragments included) or IPv6 Next Header.
 		ok, v6 := a.local("ok"), a.local("v6")
-		a.lenAtLeast(true, offIPv4Proto+1, v6)
-		a.loadBase(offEtherType, 2)
+		a.lenAtLeast(true, layout.IPv4Proto+1, v6)
+		a.loadBase(layout.EtherType, 2)
 		a.jne(etherTypeIPv4, v6)
-		a.loadBase(offIPv4Proto, 1)
+		a.loadBase(layout.IPv4Proto, 1)
 		a.jeq(uint32(r.IPProto), ok)
 		a.jump(bpf.Jump{}, miss, "")
 		a.label(v6)
-		a.lenAtLeast(true, offIPv6Next+1, miss)
+		a.lenAtLeast(true, layout.IPv6Next+1, miss)
 		a.etherTypeIs(etherTypeIPv6, miss)
-		a.loadBase(offIPv6Next, 1)
+		a.loadBase(layout.IPv6Next, 1)
 		a.jne(uint32(r.IPProto), miss)
 		a.label(ok)
 	}
@@ -153,8 +142,8 @@ func (a *asm) prologue() {
 	done, tagged := "base_done", "base_tagged"
 	a.emit(bpf.LoadConstant{Dst: bpf.RegX, Val: 0})
 	a.emit(bpf.LoadExtension{Num: bpf.ExtLen})
-	a.jlt(offEtherType+2, done)
-	a.emit(bpf.LoadAbsolute{Off: offEtherType, Size: 2})
+	a.jlt(layout.EtherType+2, done)
+	a.emit(bpf.LoadAbsolute{Off: layout.EtherType, Size: 2})
 	a.jeq(etherTypeVLAN, tagged)
 	a.jne(etherTypeQinQ, done)
 	a.label(tagged)
@@ -193,14 +182,14 @@ func (a *asm) prefix(r packetio.Rule, src bool, miss string) {
 	var off uint32
 	words := 1
 	if p.Addr().Is4() {
-		et, off = etherTypeIPv4, offIPv4Dst
+		et, off = etherTypeIPv4, layout.IPv4Dst
 		if src {
-			off = offIPv4Src
+			off = layout.IPv4Src
 		}
 	} else {
-		et, off, words = etherTypeIPv6, offIPv6Dst, 4
+		et, off, words = etherTypeIPv6, layout.IPv6Dst, 4
 		if src {
-			off = offIPv6Src
+			off = layout.IPv6Src
 		}
 	}
 	a.lenAtLeast(true, off+uint32(4*words), miss)
@@ -228,15 +217,15 @@ func (a *asm) prefix(r packetio.Rule, src bool, miss string) {
 // This is filter.MatchL4Port, test for test.
 func (a *asm) port(proto uint8, l4off uint32, port uint16, miss string) {
 	ok, v6 := a.local("ok"), a.local("v6")
-	a.lenAtLeast(true, offIPv4L4, v6)
-	a.loadBase(offEtherType, 2)
+	a.lenAtLeast(true, layout.IPv4L4, v6)
+	a.loadBase(layout.EtherType, 2)
 	a.jne(etherTypeIPv4, v6)
-	a.loadBase(offIPv4Proto, 1)
+	a.loadBase(layout.IPv4Proto, 1)
 	a.jne(uint32(proto), miss)
-	a.loadBase(offIPv4Frag, 2)
+	a.loadBase(layout.IPv4Frag, 2)
 	a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0x1fff})
 	a.jne(0, miss) // a later fragment
-	a.loadBase(offIPv4VerIHL, 1)
+	a.loadBase(layout.IPv4VerIHL, 1)
 	a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0x0f})
 	a.jlt(5, miss) // not an IPv4 header
 	a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpShiftLeft, Val: 2})
@@ -252,17 +241,17 @@ func (a *asm) port(proto uint8, l4off uint32, port uint16, miss string) {
 	a.jne(uint32(port), miss)
 	a.jump(bpf.Jump{}, ok, "")
 	a.label(v6)
-	a.lenAtLeast(true, offIPv6L4+l4off+2, miss)
+	a.lenAtLeast(true, layout.IPv6L4+l4off+2, miss)
 	a.etherTypeIs(etherTypeIPv6, miss)
-	a.loadBase(offIPv6Next, 1)
+	a.loadBase(layout.IPv6Next, 1)
 	a.jne(uint32(proto), miss)
-	a.loadBase(offIPv6L4+l4off, 2)
+	a.loadBase(layout.IPv6L4+l4off, 2)
 	a.jne(uint32(port), miss)
 	a.label(ok)
 }
 
 func (a *asm) etherTypeIs(et uint16, miss string) {
-	a.loadBase(offEtherType, 2)
+	a.loadBase(layout.EtherType, 2)
 	a.jne(uint32(et), miss)
 }
 
