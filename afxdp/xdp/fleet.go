@@ -1,7 +1,6 @@
 package xdp
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -13,11 +12,10 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp/xdp/internal/hook"
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/host"
 )
@@ -347,23 +345,11 @@ func bindName(flags uint16) string {
 
 // attachMode reads back how the program is attached.
 func attachMode(ifindex int) string {
-	lk, err := netlink.LinkByIndex(ifindex)
-	if err != nil || lk.Attrs().Xdp == nil {
+	st, err := (*hook.Door)(nil).Query(ifindex)
+	if err != nil {
 		return "unknown"
 	}
-	switch lk.Attrs().Xdp.AttachMode {
-	case 0:
-		return "none"
-	case 1:
-		return "native"
-	case 2:
-		return "generic"
-	case 3:
-		return "hardware"
-	case 4:
-		return "multi"
-	}
-	return "unknown"
+	return hook.ModeName(st.Attached)
 }
 
 // Features returns what the kernel reported of the device when Open ran,
@@ -515,21 +501,12 @@ func (f *Fleet) detach() error {
 // of a packetio program.
 const programName = "xsk_filter"
 
-// IFLA_XDP_ATTACHED values.
-const (
-	xdpAttachedNone    = 0
-	xdpAttachedDriver  = 1
-	xdpAttachedGeneric = 2
-	xdpAttachedHW      = 3
-	xdpAttachedMulti   = 4
-)
-
 // foreignProgram is an XDP program Open found attached the legacy
 // (netlink) way and replaced under WithReplaceProgram: Close attaches it
 // again with the same mode.
 type foreignProgram struct {
 	prog  *ebpf.Program
-	sock  *nl.SocketHandle // a route socket in Open's network namespace
+	door  *hook.Door // route sockets in Open's network namespace
 	id    ebpf.ProgramID
 	name  string
 	flags int // XDP_FLAGS_*_MODE it was attached with
@@ -547,10 +524,10 @@ func (f *Fleet) clearXDP(c *config) error {
 		return fmt.Errorf("look up interface %s: %w", f.ifname, err)
 	}
 	x := lk.Attrs().Xdp
-	if x == nil || x.AttachMode == xdpAttachedNone || x.AttachMode == xdpAttachedHW {
+	if x == nil || x.AttachMode == hook.AttachedNone || x.AttachMode == hook.AttachedHW {
 		return nil // an offloaded program has a slot of its own
 	}
-	if x.AttachMode == xdpAttachedMulti || x.ProgId == 0 {
+	if x.AttachMode == hook.AttachedMulti || x.ProgId == 0 {
 		return fmt.Errorf("%w: %s already runs several XDP programs (one offloaded to the hardware); packetio replaces none of them", packetio.ErrBusy, f.ifname)
 	}
 	id := ebpf.ProgramID(x.ProgId)
@@ -567,28 +544,24 @@ func (f *Fleet) clearXDP(c *config) error {
 		prog.Close()
 		return fmt.Errorf("%w: %s (held by a BPF link of a running process, which packetio never detaches)", packetio.ErrBusy, what)
 	}
-	flags := modeFlags(x.AttachMode)
+	flags := hook.ModeFlags(x.AttachMode)
 	leftover := isLeftover(prog, name)
 	if !leftover && !c.replaceProg {
 		prog.Close()
 		return fmt.Errorf("%w: %s (attached by another process); WithReplaceProgram replaces it while the fleet is open", packetio.ErrBusy, what)
 	}
-	var sock *nl.SocketHandle
+	var door *hook.Door
 	if !leftover {
 		// Close may run on a thread of another network namespace: the
 		// program goes back through a socket of this one.
-		ns, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
-		if err != nil {
+		if door, err = hook.OpenDoor(); err != nil {
 			prog.Close()
 			return fmt.Errorf("%w: %s; a route socket to put it back later failed: %w", packetio.ErrBusy, what, err)
 		}
-		sock = &nl.SocketHandle{Socket: ns}
 	}
-	if err := setXDP(nil, f.ifindex, -1, prog.FD(), flags); err != nil {
+	if err := (*hook.Door)(nil).Set(f.ifindex, -1, prog.FD(), flags); err != nil {
 		prog.Close()
-		if sock != nil {
-			sock.Close()
-		}
+		door.Close()
 		return fmt.Errorf("%w: %s, and removing it failed: %w", packetio.ErrBusy, what, err)
 	}
 	if leftover {
@@ -596,7 +569,7 @@ func (f *Fleet) clearXDP(c *config) error {
 		f.info.Decisions = append(f.info.Decisions, fmt.Sprintf("removed XDP program %d %q, a leftover of an earlier packetio process (attached the legacy netlink way)", id, name))
 		return nil
 	}
-	f.foreign = &foreignProgram{prog: prog, sock: sock, id: id, name: name, flags: flags}
+	f.foreign = &foreignProgram{prog: prog, door: door, id: id, name: name, flags: flags}
 	f.info.Decisions = append(f.info.Decisions, fmt.Sprintf("replaced XDP program %d %q (WithReplaceProgram); Close attaches it again", id, name))
 	return nil
 }
@@ -610,12 +583,12 @@ func (f *Fleet) restoreForeign() error {
 	}
 	f.foreign = nil
 	defer fp.prog.Close()
-	defer fp.sock.Close()
+	defer fp.door.Close()
 	var err error
 	// The kernel frees the fleet's link on close; the slot may take a
 	// moment to be empty.
 	for range 50 {
-		if err = setXDP(fp.sock, f.ifindex, fp.prog.FD(), -1, fp.flags|unix.XDP_FLAGS_UPDATE_IF_NOEXIST); !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
+		if err = fp.door.Set(f.ifindex, fp.prog.FD(), -1, fp.flags|unix.XDP_FLAGS_UPDATE_IF_NOEXIST); !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -674,45 +647,6 @@ func linkHolds(id ebpf.ProgramID, ifindex int) bool {
 		}
 	}
 	return false
-}
-
-// modeFlags are the XDP_FLAGS_*_MODE of an IFLA_XDP_ATTACHED value.
-func modeFlags(attached uint32) int {
-	switch attached {
-	case xdpAttachedDriver:
-		return unix.XDP_FLAGS_DRV_MODE
-	case xdpAttachedGeneric:
-		return unix.XDP_FLAGS_SKB_MODE
-	}
-	return 0
-}
-
-// setXDP attaches the program fd (or detaches with -1) the legacy netlink
-// way, through sock when it is not nil (in sock's network namespace), else
-// in the calling thread's. With expected >= 0 the kernel acts only if that program is the one
-// attached (XDP_FLAGS_REPLACE), so a program that took its place meanwhile
-// is never removed.
-func setXDP(sock *nl.SocketHandle, ifindex, fd, expected, flags int) error {
-	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
-	if sock != nil {
-		req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: sock}
-	}
-	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-	msg.Index = int32(ifindex)
-	req.AddData(msg)
-	u32 := func(v int) []byte { return binary.NativeEndian.AppendUint32(nil, uint32(v)) }
-	attrs := nl.NewRtAttr(unix.IFLA_XDP|unix.NLA_F_NESTED, nil)
-	attrs.AddRtAttr(unix.IFLA_XDP_FD, u32(fd))
-	if expected >= 0 {
-		flags |= unix.XDP_FLAGS_REPLACE
-		attrs.AddRtAttr(unix.IFLA_XDP_EXPECTED_FD, u32(expected))
-	}
-	if flags != 0 {
-		attrs.AddRtAttr(unix.IFLA_XDP_FLAGS, u32(flags))
-	}
-	req.AddData(attrs)
-	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
-	return err
 }
 
 // CheckInterfaceName refuses, with packetio.ErrInvalid, a name no Linux
