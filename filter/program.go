@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/xdpbtf"
 )
 
 // XDP actions.
@@ -357,10 +358,12 @@ func (pc Program) Spec(ifindex int) (*ebpf.ProgramSpec, error) {
 		return nil, err
 	}
 	spec := &ebpf.ProgramSpec{
-		Name:         programName,
-		Type:         ebpf.XDP,
-		License:      programLicense,
-		Instructions: insns,
+		Name:    programName,
+		Type:    ebpf.XDP,
+		License: programLicense,
+		// The BTF of int xsk_filter(struct xdp_md *): what lets the
+		// program take a slot of libxdp's dispatcher (freplace).
+		Instructions: xdpbtf.Mark(insns, programName),
 	}
 	if pc.Frags {
 		spec.Flags |= unix.BPF_F_XDP_HAS_FRAGS
