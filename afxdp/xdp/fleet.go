@@ -38,6 +38,11 @@ type Fleet struct {
 	tuning  hostTuning
 	pins    threadPins      // the worker threads its sockets pinned
 	foreign *foreignProgram // replaced under WithReplaceProgram, put back on Close
+	user    *userProgram    // the caller's program (WithProgram)
+	// borrowed is true when prog and xsks are the caller's: Close
+	// neither closes them nor touches other entries of the map.
+	borrowed   bool
+	registered []int // the socket map keys this fleet inserted
 
 	closeMu sync.Mutex
 	closed  bool
@@ -165,6 +170,11 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 		f.info.Decisions = append(f.info.Decisions, "RLIMIT_MEMLOCK left as it is: "+err.Error())
 	}
 
+	if c.userOpt != "" {
+		if err := f.inspectUser(c, nq); err != nil {
+			return nil, err
+		}
+	}
 	except := c.except
 	mgmt := ""
 	if c.keepMgmt {
@@ -176,6 +186,9 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 		mgmt = filter.ManagementDesc(c.mgmtPorts, local)
 	}
 	f.info.Filter = filter.Describe(c.matches, c.except, mgmt)
+	if f.user != nil {
+		f.info.Filter = "your program's"
+	}
 
 	feat := queryFeatures(f.ifindex)
 	f.feat = feat
@@ -233,6 +246,48 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 // driver refuses the mode, and an error only for what no other mode can
 // fix.
 func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc filter.Program, devBound bool, nq int) (bool, string, error) {
+	if f.user != nil {
+		if ok, reason := f.attachUser(c, grp); !ok {
+			return false, reason, nil
+		}
+	} else if ok, reason, err := f.attachOwn(grp, pc, devBound, nq); !ok || err != nil {
+		return ok, reason, err
+	}
+	var reasons []string
+	for _, bf := range grp.bindFlags {
+		flags := bf
+		if c.needWakeup {
+			flags |= unix.XDP_USE_NEED_WAKEUP
+		}
+		if c.multiBuf {
+			flags |= unix.XDP_USE_SG
+		}
+		err := f.openSockets(c, g, flags, nq)
+		if err != nil && c.sharePref && c.shared && nq > 1 {
+			// The kernel refused to share: one UMEM per socket.
+			shared := *c
+			shared.shared = false
+			if err2 := f.openSockets(&shared, g, flags, nq); err2 == nil {
+				f.info.Decisions = append(f.info.Decisions, "one UMEM per socket: the kernel refused to share one ("+err.Error()+")")
+				err = nil
+			}
+		}
+		if err == nil {
+			return true, "", nil
+		}
+		if errors.Is(err, packetio.ErrBusy) {
+			f.detach()
+			return false, "", err // no other mode frees a taken map entry
+		}
+		reasons = append(reasons, fmt.Sprintf("bind %s: %v", bindName(bf), err))
+	}
+	f.detach()
+	return false, strings.Join(reasons, ", "), nil
+}
+
+// attachOwn loads packetio's program and its socket map and attaches the
+// program in grp's mode through a BPF link.
+func (f *Fleet) attachOwn(grp bindGroup, pc filter.Program, devBound bool, nq int) (bool, string, error) {
 	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: "xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(max(f.info.QueuesTotal, nq))})
 	if err != nil {
 		return false, "", fmt.Errorf("create the socket map: %w", err)
@@ -266,32 +321,7 @@ func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc filter.P
 	}
 	f.prog, f.xsks, f.lnk = prog, xsks, lnk
 	f.progCfg = pc
-	var reasons []string
-	for _, bf := range grp.bindFlags {
-		flags := bf
-		if c.needWakeup {
-			flags |= unix.XDP_USE_NEED_WAKEUP
-		}
-		if c.multiBuf {
-			flags |= unix.XDP_USE_SG
-		}
-		err := f.openSockets(c, g, flags, nq)
-		if err != nil && c.sharePref && c.shared && nq > 1 {
-			// The kernel refused to share: one UMEM per socket.
-			shared := *c
-			shared.shared = false
-			if err2 := f.openSockets(&shared, g, flags, nq); err2 == nil {
-				f.info.Decisions = append(f.info.Decisions, "one UMEM per socket: the kernel refused to share one ("+err.Error()+")")
-				err = nil
-			}
-		}
-		if err == nil {
-			return true, "", nil
-		}
-		reasons = append(reasons, fmt.Sprintf("bind %s: %v", bindName(bf), err))
-	}
-	f.detach()
-	return false, strings.Join(reasons, ", "), nil
+	return true, "", nil
 }
 
 // openSockets opens and registers a socket per queue, sharing one UMEM
@@ -299,7 +329,7 @@ func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc filter.P
 func (f *Fleet) openSockets(c *config, g socketGeometry, flags uint16, nq int) (err error) {
 	defer func() {
 		if err != nil {
-			f.closeSockets()
+			_ = f.closeSockets()
 		}
 	}()
 	var u *umem
@@ -329,8 +359,8 @@ func (f *Fleet) openSockets(c *config, g socketGeometry, flags uint16, nq int) (
 		// and silently receiving nothing): each socket holds it.
 		s.owner, s.pins = f, &f.pins
 		f.sockets = append(f.sockets, s)
-		if err := f.xsks.Put(uint32(q), uint32(s.fd)); err != nil {
-			return fmt.Errorf("register queue %d in the socket map: %w", q, err)
+		if err := f.register(q, s.fd); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -446,15 +476,9 @@ func (f *Fleet) Close() error {
 
 func (f *Fleet) teardown() error {
 	var errs []error
-	for q, s := range f.sockets {
-		if f.xsks != nil {
-			if err := f.xsks.Delete(uint32(q)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				errs = append(errs, fmt.Errorf("unregister queue %d: %w", q, err))
-			}
-		}
-		_ = s
+	if err := f.closeSockets(); err != nil {
+		errs = append(errs, err)
 	}
-	f.closeSockets()
 	if err := f.detach(); err != nil {
 		errs = append(errs, err)
 	}
@@ -467,12 +491,20 @@ func (f *Fleet) teardown() error {
 	return errors.Join(errs...)
 }
 
-func (f *Fleet) closeSockets() {
+func (f *Fleet) closeSockets() error {
+	var errs []error
+	for _, q := range f.registered {
+		if err := f.xsks.Delete(uint32(q)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("unregister queue %d: %w", q, err))
+		}
+	}
+	f.registered = f.registered[:0]
 	for _, s := range f.sockets {
 		_ = s.Close()
 	}
 	f.sockets = nil
 	f.umem = nil
+	return errors.Join(errs...)
 }
 
 // detach closes the link (the kernel removes the program), the program and
@@ -485,14 +517,15 @@ func (f *Fleet) detach() error {
 		}
 		f.lnk = nil
 	}
-	if f.prog != nil {
-		f.prog.Close()
-		f.prog = nil
+	if !f.borrowed {
+		if f.prog != nil {
+			f.prog.Close()
+		}
+		if f.xsks != nil {
+			f.xsks.Close()
+		}
 	}
-	if f.xsks != nil {
-		f.xsks.Close()
-		f.xsks = nil
-	}
+	f.prog, f.xsks, f.borrowed = nil, nil, false
 	return err
 }
 
@@ -526,6 +559,10 @@ func (f *Fleet) clearXDP(c *config) error {
 	x := lk.Attrs().Xdp
 	if x == nil || x.AttachMode == hook.AttachedNone || x.AttachMode == hook.AttachedHW {
 		return nil // an offloaded program has a slot of its own
+	}
+	if f.user != nil && x.ProgId == uint32(f.user.id) && x.AttachMode != hook.AttachedMulti {
+		f.user.attached = uint32(hook.ModeFlags(x.AttachMode))
+		return nil // the caller attached it: left as it is
 	}
 	if x.AttachMode == hook.AttachedMulti || x.ProgId == 0 {
 		return fmt.Errorf("%w: %s already runs several XDP programs (one offloaded to the hardware); packetio replaces none of them", packetio.ErrBusy, f.ifname)

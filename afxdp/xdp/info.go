@@ -20,6 +20,13 @@ type Info struct {
 	// Queues is the number of bound queues, QueuesTotal the number the
 	// interface has: traffic on the others goes to the kernel.
 	Queues, QueuesTotal int
+	// Hook says whose program steers frames into the sockets: packetio's
+	// own (HookOwn), the caller's (HookUser, WithProgram), or packetio's
+	// in libxdp's dispatcher beside others (HookShared).
+	Hook Hook
+	// Program names that program and how it sits on the hook, e.g.
+	// `packetio's "xsk_filter" (id 42), through a BPF link`.
+	Program string
 	// Mode is the attach mode read back from the kernel: "native",
 	// "generic", "hardware", "multi" or "none".
 	Mode string
@@ -95,6 +102,9 @@ func (i Info) String() string {
 		fmt.Fprintf(&b, ", busy-poll %s", i.BusyPoll)
 	}
 	fmt.Fprintf(&b, ", filter %s", i.Filter)
+	if i.Hook != HookOwn {
+		fmt.Fprintf(&b, ", program %s", i.Program)
+	}
 	if i.Timestamps != "" && i.Timestamps != "off" {
 		fmt.Fprintf(&b, ", rx stamps: %s", i.Timestamps)
 	}
@@ -122,6 +132,7 @@ func (i Info) String() string {
 func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	in := &f.info
 	in.Mode = attachMode(f.ifindex)
+	in.Hook, in.Program = f.describeProgram()
 	in.ZeroCopy = len(f.sockets) > 0
 	for _, s := range f.sockets {
 		in.ZeroCopy = in.ZeroCopy && s.zeroCopy

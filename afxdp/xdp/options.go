@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/numa"
@@ -107,6 +109,12 @@ type config struct {
 	bindNode  int    // resolved at Open: the UMEM's node plus one, 0 for no binding
 
 	replaceProg  bool                 // replace a foreign program attached the legacy way
+	userProg     *ebpf.Program        // WithProgram, WithCollection: the caller's program
+	userMap      *ebpf.Map            // and its socket map
+	userOpt      string               // the option that gave them, for errors
+	userMissing  string               // what WithCollection could not find
+	sharedHook   bool                 // WithSharedHook
+	priority     int                  // its run priority
 	tuning       *Tuning              // nil: change nothing on the host
 	onOpened     func(f *Fleet) error // tests: runs when Open is done; an error fails it
 	frameSizeSet bool
@@ -496,6 +504,13 @@ func (t *Tuning) check() error {
 // filter, valid matches, option values in range, options that combine. It
 // does no I/O.
 func (c *config) validate() error {
+	if c.userOpt != "" {
+		if err := c.checkUserProgram(); err != nil {
+			return err
+		}
+		_, err := c.geometry()
+		return err
+	}
 	if len(c.matches) == 0 {
 		return fmt.Errorf("%w: no filter: without one the program would take every packet from the kernel, SSH and ARP included; "+
 			"name the traffic (WithFilter, WithUDPPorts), take everything on purpose with WithFilter(filter.MatchAll()), or only transmit with WithFilter(filter.MatchNone())",

@@ -503,8 +503,23 @@ func TestFastPathAllocations(t *testing.T) {
 // TestKernelKeepsTheRest: the filter takes UDP port 9000 and nothing else;
 // datagrams to port 9001 on the same interface still reach a kernel socket.
 func TestKernelKeepsTheRest(t *testing.T) {
-	p := vethPair(t, netns.WithAddrs(netip.MustParsePrefix("10.77.0.1/24"), netip.MustParsePrefix("10.77.0.2/24")))
+	p := vethPair(t, netns.WithAddrs(splitA, splitB))
 	f := openIn(t, p.B, WithFilter(filter.MatchUDPPort(9000)), WithNeedWakeup())
+	checkSplit(t, p, f)
+}
+
+// The addresses checkSplit's pair needs.
+var (
+	splitA = netip.MustParsePrefix("10.77.0.1/24")
+	splitB = netip.MustParsePrefix("10.77.0.2/24")
+)
+
+// checkSplit sends 50 datagrams to UDP port 9000 and 50 to 9001 from A to
+// B (addressed splitA, splitB), and fails unless every port-9000 datagram,
+// and nothing else, reaches f's queue 0 and every port-9001 datagram
+// reaches a kernel socket in B: what a program steering port 9000 does.
+func checkSplit(t *testing.T, p *netns.Pair, f *Fleet) {
+	t.Helper()
 	var kconn, sender *net.UDPConn
 	if err := p.B.Do(func() (err error) {
 		kconn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 77, 0, 2), Port: 9001})
