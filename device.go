@@ -208,6 +208,13 @@ type Capabilities struct {
 	// limit, lowered to the device's where visible. It is a ceiling, not
 	// the number open.
 	MaxQueues int
+	// SteeringBy says whose program picks the frames that reach the
+	// receive queues, where a program does: "packetio" (the backend's own,
+	// compiled from the steering filter), "user" (the caller's, as with
+	// afxdp's WithProgram) or "shared" (packetio's, in one slot of
+	// libxdp's multi-program dispatcher beside other programs). It is ""
+	// where the backend runs no program of its own choosing.
+	SteeringBy string
 	// SteeringCopies is true when the device's steering filter picks the
 	// frames that reach its receive queues without taking them from the
 	// kernel: the kernel's stack still gets its own copy of every frame

@@ -165,6 +165,7 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 		NUMANode:          d.numaNode,
 		ReadyFD:           cfg.rxQueues > 0,
 		SteeringCopies:    cfg.rxFilter != nil,
+		SteeringBy:        steeringBy(cfg.rxFilter != nil),
 	}
 	return d, nil
 }

@@ -91,3 +91,12 @@ func (c config) resolveSteering(r *resolved) error {
 	r.rxFilterRaw = raw
 	return nil
 }
+
+// steeringBy is Capabilities().SteeringBy: packetio's classic BPF program
+// where a steering filter is attached, none otherwise.
+func steeringBy(filtered bool) string {
+	if filtered {
+		return "packetio"
+	}
+	return ""
+}

@@ -125,6 +125,7 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 		NUMABound:         info.NUMABound,
 		NUMANode:          info.NUMANode,
 		ReadyFD:           len(d.Rx) > 0 && !c.txOnly,
+		SteeringBy:        info.Hook.String(),
 	}
 	return d, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/filter"
@@ -48,6 +50,8 @@ type config struct {
 	numaSet     bool
 	numaNode    int
 	xdp         []xdp.Option
+	userProg    *ebpf.Program // WithProgram
+	userMap     *ebpf.Map
 }
 
 // WithSteering names the packets the device takes from the kernel; the rest
@@ -67,6 +71,24 @@ func WithSteering(f packetio.SteeringFilter) Option {
 // exactly what the match names.
 func WithMatch(m filter.Match) Option {
 	return func(c *config) { c.match, c.steeringSet = &m, true; c.steer("WithMatch()") }
+}
+
+// WithProgram steers with the caller's own XDP program instead of
+// packetio's: prog redirects what the device should receive into xsks, an
+// XSKMAP keyed by receive queue (bpf_redirect_map(&xsks,
+// ctx->rx_queue_index, XDP_PASS)), and passes the rest to the kernel. It
+// stands in for WithSteering. Open attaches prog (or leaves it where the
+// caller attached it), registers one socket per queue in xsks and Close
+// deletes exactly those entries; prog and xsks stay the caller's.
+// WithTimestamps is refused with it (the stamp is written by packetio's
+// program). Capabilities().SteeringBy is "user". SteeringSpec gives
+// packetio's steering program for a program of yours to tail-call. See
+// xdp.WithProgram.
+func WithProgram(prog *ebpf.Program, xsks *ebpf.Map) Option {
+	return func(c *config) {
+		c.userProg, c.userMap, c.steeringSet = prog, xsks, true
+		c.steer("WithProgram()")
+	}
 }
 
 // WithTransmitOnly opens a device with transmit queues only: the XDP
@@ -241,6 +263,11 @@ func (c *config) validate() error {
 	case c.frameSize != 0 && (c.frameSize < 2048 || c.frameSize > 65536 || c.frameSize&(c.frameSize-1) != 0):
 		return bad("WithFrameSize(%d): want a power of two from 2048 to 65536, or 0 for %d", c.frameSize, DefaultFrameSize)
 	}
+	if c.userProg != nil || c.userMap != nil {
+		if c.stamps {
+			return bad("WithProgram with WithTimestamps: the arrival stamp is written by packetio's program, which does not run")
+		}
+	}
 	match, err := c.steeringMatch(func() ([][6]byte, error) { return [][6]byte{{0x02}}, nil })
 	if err != nil {
 		return err
@@ -259,7 +286,7 @@ func (c *config) validate() error {
 // gives the interface's addresses for the zero SteeringFilter.
 func (c *config) steeringMatch(local func() ([][6]byte, error)) (filter.Match, error) {
 	switch {
-	case c.txOnly:
+	case c.txOnly || c.userProg != nil || c.userMap != nil:
 		return filter.MatchNone(), nil
 	case c.match != nil:
 		return *c.match, nil
@@ -273,7 +300,11 @@ func (c *config) xdpOptions(match filter.Match) []xdp.Option {
 	xo := []xdp.Option{
 		xdp.WithNeedWakeup(),
 		xdp.WithPreferSharedMemory(),
-		xdp.WithFilter(match),
+	}
+	if c.userProg != nil || c.userMap != nil {
+		xo = append(xo, xdp.WithProgram(c.userProg, c.userMap))
+	} else {
+		xo = append(xo, xdp.WithFilter(match))
 	}
 	if c.stamps && !c.txOnly {
 		xo = append(xo, xdp.WithRxTimestamps())

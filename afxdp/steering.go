@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
 )
@@ -65,4 +67,27 @@ func SteeringMatch(f packetio.SteeringFilter) (filter.Match, error) {
 	return filter.Steering(f, func() ([][6]byte, error) {
 		return nil, fmt.Errorf("no interface to take addresses from")
 	})
+}
+
+// SteeringMapName is the name SteeringSpec's program refers to its XSKMAP
+// by: resolve it with spec.Instructions.AssociateMap(SteeringMapName, m),
+// or load the spec in a collection holding a map of that name.
+const SteeringMapName = filter.XSKMapName
+
+// SteeringSpec compiles a steering filter into the XDP program Open would
+// attach for it, as a value to load yourself: it redirects each matching
+// frame into the XSKMAP named SteeringMapName at the frame's receive queue
+// (passing it to the kernel where the queue has no socket) and returns
+// XDP_PASS for every other frame. Its entry carries the BTF of
+// int xsk_filter(struct xdp_md *ctx), so a program of yours can tail-call
+// it (from a BPF_MAP_TYPE_PROG_ARRAY) and libxdp can load it as a
+// dispatcher slot. Hand the loaded program to WithProgram with the same
+// map. The zero filter is refused (it means an interface's addresses,
+// which only Open knows), as is any filter WithSteering refuses.
+func SteeringSpec(f packetio.SteeringFilter) (*ebpf.ProgramSpec, error) {
+	m, err := SteeringMatch(f)
+	if err != nil {
+		return nil, err
+	}
+	return filter.Program{Matches: []filter.Match{m}, Verdict: filter.VerdictRedirect}.Spec(0)
 }

@@ -35,6 +35,10 @@ const (
 	maxProgramInsns = 1<<15 - 1      // jump offsets are 16 bits: a longer program could not reach its tails
 )
 
+// XSKMapName is the symbol a redirecting program refers to its XSKMAP by
+// when Program.XSKMapFD does not name one.
+const XSKMapName = "xsks"
+
 // Clock values in the metadata in front of a stamped frame.
 const (
 	// ClockDevice is a stamp from the driver's hardware clock
@@ -94,7 +98,10 @@ type Program struct {
 	Frags bool
 	// Verdict is what a taken packet gets.
 	Verdict Verdict
-	// XSKMapFD is the XSKMAP VerdictRedirect redirects into.
+	// XSKMapFD is the XSKMAP VerdictRedirect redirects into. 0 (or
+	// less) leaves the map to be named at load: the instruction refers to
+	// the symbol XSKMapName, which a collection with a map of that name,
+	// or Instructions.AssociateMap, resolves.
 	XSKMapFD int
 	// Stamp is the arrival stamp written in front of a redirected packet.
 	Stamp Stamp
@@ -326,7 +333,10 @@ func tail(pc Program) asm.Instructions {
 			asm.StoreMem(asm.R2, 8, asm.R7, asm.DWord),
 		)
 	}
-	deliver := asm.LoadMapPtr(asm.R1, pc.XSKMapFD)
+	deliver := asm.LoadMapPtr(asm.R1, max(pc.XSKMapFD, 0))
+	if pc.XSKMapFD <= 0 {
+		deliver = deliver.WithReference(XSKMapName)
+	}
 	if first {
 		deliver = sym(deliver)
 	} else {
