@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/afxdp/xdp"
@@ -21,22 +23,89 @@ func faultOpener(mode afxdp.Option) func(string) (packetio.Device, error) {
 	}
 }
 
+// hookEnv names, for a fault child, whose program its device steers with
+// (see hookOpener); unset is packetio's own.
+const hookEnv = "AFXDP_FAULT_HOOK"
+
 func TestMain(m *testing.M) {
-	packetiotest.FaultChildMain(faultOpener(afxdp.WithXDP(xdp.WithDriverMode())))
+	packetiotest.FaultChildMain(hookOpener(os.Getenv(hookEnv), afxdp.WithXDP(xdp.WithDriverMode())))
 	os.Exit(m.Run())
 }
 
-// TestFaults runs the fault half of the contract in both attach modes. The
-// busy case puts another process's XDP program on the interface first.
-func TestFaults(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			packetiotest.RunFaults(t, func(t *testing.T) *packetiotest.FaultEnv {
-				testenv.NeedBPF(t)
-				e := packetiotest.VethEnv(t, faultOpener(m.opt))
-				e.Occupy = e.OccupyXDP
-				return &e.FaultEnv
-			})
-		})
+// hookOpener is faultOpener with the program named by hook: "" packetio's
+// own, "user" the steering program loaded by the caller from SteeringSpec
+// and handed over with WithProgram (the device closes them with itself).
+func hookOpener(hook string, mode afxdp.Option) func(string) (packetio.Device, error) {
+	if hook != "user" {
+		return faultOpener(mode)
 	}
+	return func(ifname string) (packetio.Device, error) {
+		spec, err := afxdp.SteeringSpec(testFilter)
+		if err != nil {
+			return nil, err
+		}
+		xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: "user_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 64})
+		if err != nil {
+			return nil, err
+		}
+		if err := spec.Instructions.AssociateMap(afxdp.SteeringMapName, xsks); err != nil {
+			xsks.Close()
+			return nil, err
+		}
+		prog, err := ebpf.NewProgram(spec)
+		if err != nil {
+			xsks.Close()
+			return nil, err
+		}
+		d, err := afxdp.Open(ifname, afxdp.WithProgram(prog, xsks), afxdp.WithFrames(2048), mode)
+		if err != nil {
+			prog.Close()
+			xsks.Close()
+			return nil, err
+		}
+		return userDevice{d, prog, xsks}, nil
+	}
+}
+
+// userDevice is a device with the caller's program, which it closes after
+// itself, as a caller would.
+type userDevice struct {
+	*afxdp.Device
+	prog *ebpf.Program
+	xsks *ebpf.Map
+}
+
+func (u userDevice) Close() error {
+	err := u.Device.Close()
+	u.prog.Close()
+	u.xsks.Close()
+	return err
+}
+
+// TestFaults runs the fault half of the contract in both attach modes,
+// with packetio's program and with the caller's (WithProgram). The busy
+// case puts another process's XDP program on the interface first: Open
+// refuses to replace it, whoever's program was to go there.
+func TestFaults(t *testing.T) {
+	for _, h := range []string{"", "user"} {
+		for _, m := range modes {
+			name := m.name
+			if h != "" {
+				name = h + "-" + m.name
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Setenv(hookEnv, h) // the kill-9 child opens the same way
+				runFaults(t, hookOpener(h, m.opt))
+			})
+		}
+	}
+}
+
+func runFaults(t *testing.T, open func(string) (packetio.Device, error)) {
+	packetiotest.RunFaults(t, func(t *testing.T) *packetiotest.FaultEnv {
+		testenv.NeedBPF(t)
+		e := packetiotest.VethEnv(t, open)
+		e.Occupy = e.OccupyXDP
+		return &e.FaultEnv
+	})
 }
