@@ -109,10 +109,34 @@ func BenchmarkReceiveBusyPoll(b *testing.B) { benchReceive(b, afxdp.WithBusyPoll
 // sleeps in poll(2) whenever the ring is empty, as before the spin.
 func BenchmarkReceiveNoSpin(b *testing.B) { benchReceive(b, afxdp.WithPollSpin(-1)) }
 
+// BenchmarkReceiveUserProgram is BenchmarkReceive with the steering
+// program loaded by the caller from SteeringSpec and handed over with
+// WithProgram: the same program, the caller's to own.
+func BenchmarkReceiveUserProgram(b *testing.B) {
+	testenv.NeedBPF(b)
+	open := hookOpener("user", benchPlace, afxdp.WithXDP(xdp.WithDriverMode()))
+	benchReceiveOn(b, func(h *netns.Host, opts ...afxdp.Option) *afxdp.Device {
+		var d packetio.Device
+		if err := h.Do(func() (err error) { d, err = open(h.Link); return err }); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { d.Close() })
+		return d.(userDevice).Device
+	})
+}
+
 func benchReceive(b *testing.B, opts ...afxdp.Option) {
+	benchReceiveOn(b, func(h *netns.Host, more ...afxdp.Option) *afxdp.Device {
+		return openOn(b, h, append(append([]afxdp.Option{benchSteer, benchPlace, afxdp.WithXDP(xdp.WithDriverMode())}, opts...), more...)...)
+	})
+}
+
+// benchReceiveOn measures the receive loop of the device open makes on
+// the far end of a veth pair fed by the in-kernel generator.
+func benchReceiveOn(b *testing.B, open func(h *netns.Host, opts ...afxdp.Option) *afxdp.Device) {
 	testenv.NeedBPF(b)
 	p := netns.New(b)
-	dev := openOn(b, p.B, append([]afxdp.Option{benchSteer, benchPlace, afxdp.WithXDP(xdp.WithDriverMode())}, opts...)...)
+	dev := open(p.B)
 	rx := dev.RxQueue(0)
 	feeder(b, p.A)
 	rx.Fill(rx.NumFreeFillSlots())

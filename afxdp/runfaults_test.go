@@ -13,9 +13,9 @@ import (
 	"github.com/packetio/packetio/packetiotest"
 )
 
-func faultOpener(mode afxdp.Option) func(string) (packetio.Device, error) {
+func faultOpener(opts ...afxdp.Option) func(string) (packetio.Device, error) {
 	return func(ifname string) (packetio.Device, error) {
-		d, err := afxdp.Open(ifname, afxdp.WithSteering(testFilter), afxdp.WithFrames(2048), mode)
+		d, err := afxdp.Open(ifname, append([]afxdp.Option{afxdp.WithSteering(testFilter), afxdp.WithFrames(2048)}, opts...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -35,9 +35,9 @@ func TestMain(m *testing.M) {
 // hookOpener is faultOpener with the program named by hook: "" packetio's
 // own, "user" the steering program loaded by the caller from SteeringSpec
 // and handed over with WithProgram (the device closes them with itself).
-func hookOpener(hook string, mode afxdp.Option) func(string) (packetio.Device, error) {
+func hookOpener(hook string, opts ...afxdp.Option) func(string) (packetio.Device, error) {
 	if hook != "user" {
-		return faultOpener(mode)
+		return faultOpener(opts...)
 	}
 	return func(ifname string) (packetio.Device, error) {
 		spec, err := afxdp.SteeringSpec(testFilter)
@@ -57,7 +57,7 @@ func hookOpener(hook string, mode afxdp.Option) func(string) (packetio.Device, e
 			xsks.Close()
 			return nil, err
 		}
-		d, err := afxdp.Open(ifname, afxdp.WithProgram(prog, xsks), afxdp.WithFrames(2048), mode)
+		d, err := afxdp.Open(ifname, append([]afxdp.Option{afxdp.WithProgram(prog, xsks), afxdp.WithFrames(2048)}, opts...)...)
 		if err != nil {
 			prog.Close()
 			xsks.Close()
