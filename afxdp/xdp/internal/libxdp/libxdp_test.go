@@ -349,3 +349,48 @@ func TestAddOptions(t *testing.T) {
 		t.Errorf("error %v, want a refused mode", err)
 	}
 }
+
+// TestInstallRetries: when the hook changed while a new dispatcher was
+// built (a program took an empty hook; the dispatcher to replace is no
+// longer there), installing it asks to start over and leaves no pins.
+func TestInstallRetries(t *testing.T) {
+	e := newEnv(t)
+	f := e.fakeDispatcher(t, []uint32{10}, false)
+	gone, err := loadDispatcher(&config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gone.Close()
+	before := e.snapshot(t)
+	for _, tc := range []struct {
+		name string
+		old  *dispatcher
+	}{
+		{"hook taken meanwhile", nil},
+		{"dispatcher replaced meanwhile", &dispatcher{prog: gone, mode: hook.AttachedGeneric}},
+	} {
+		b, err := build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := install(e.door, e.h.Index, e.bpffs, b, tc.old, unix.XDP_FLAGS_SKB_MODE)
+		b.close()
+		if err != errRetry {
+			t.Errorf("%s: %v, want errRetry", tc.name, err)
+		}
+		if dir == f.dir {
+			t.Errorf("%s: new dispatcher's directory is the old one's", tc.name)
+		}
+		e.assertUnchanged(t, before)
+	}
+}
+
+// TestRetryGivesUp: a hook that keeps changing ends in an error after
+// maxAttempts tries.
+func TestRetryGivesUp(t *testing.T) {
+	n := 0
+	err := retry("add", 3, func() error { n++; return errRetry })
+	if n != maxAttempts || err == nil || !strings.Contains(err.Error(), "gave up after 10 attempts") {
+		t.Errorf("%d attempts, error %v", n, err)
+	}
+}
