@@ -370,6 +370,12 @@ func (b *built) close() {
 func build(slots []*slot) (b *built, err error) {
 	cfg := configFor(slots)
 	p, err := loadDispatcher(&cfg)
+	if cfg.Frags && errors.Is(err, unix.EINVAL) {
+		// A kernel before 5.18 knows no BPF_F_XDP_HAS_FRAGS: as libxdp,
+		// go without.
+		cfg.Frags = false
+		p, err = loadDispatcher(&cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
