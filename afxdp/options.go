@@ -91,6 +91,19 @@ func WithProgram(prog *ebpf.Program, xsks *ebpf.Map) Option {
 	}
 }
 
+// WithSharedHook attaches packetio's steering program through libxdp's
+// multi-program dispatcher at run priority priority (lower runs first; 0
+// is xdp.DefaultPriority, libxdp's default), so programs other tools load
+// with libxdp (xdp-loader, xdp-filter) share the interface; Close removes
+// exactly packetio's. Without it, a dispatcher already on the interface is
+// joined at xdp.DefaultPriority. It needs a kernel that takes freplace
+// programs and a bpffs ($LIBXDP_BPFFS, else /sys/fs/bpf); without either
+// Open fails with packetio.ErrUnsupported saying which.
+// Capabilities().SteeringBy is "shared". See xdp.WithSharedHook.
+func WithSharedHook(priority int) Option {
+	return func(c *config) { c.xdp = append(c.xdp, xdp.WithSharedHook(priority)) }
+}
+
 // WithTransmitOnly opens a device with transmit queues only: the XDP
 // program redirects nothing (it stays attached, because some drivers
 // transmit from an AF_XDP socket only while one is) and the sockets have no

@@ -34,9 +34,14 @@ func TestMain(m *testing.M) {
 
 // hookOpener is faultOpener with the program named by hook: "" packetio's
 // own, "user" the steering program loaded by the caller from SteeringSpec
-// and handed over with WithProgram (the device closes them with itself).
+// and handed over with WithProgram (the device closes them with itself),
+// "shared" packetio's in libxdp's dispatcher (WithSharedHook).
 func hookOpener(hook string, opts ...afxdp.Option) func(string) (packetio.Device, error) {
-	if hook != "user" {
+	switch hook {
+	case "shared":
+		return faultOpener(append([]afxdp.Option{afxdp.WithSharedHook(0)}, opts...)...)
+	case "user":
+	default:
 		return faultOpener(opts...)
 	}
 	return func(ifname string) (packetio.Device, error) {
@@ -87,7 +92,7 @@ func (u userDevice) Close() error {
 // case puts another process's XDP program on the interface first: Open
 // refuses to replace it, whoever's program was to go there.
 func TestFaults(t *testing.T) {
-	for _, h := range []string{"", "user"} {
+	for _, h := range []string{"", "user", "shared"} {
 		for _, m := range modes {
 			name := m.name
 			if h != "" {
@@ -95,17 +100,38 @@ func TestFaults(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Setenv(hookEnv, h) // the kill-9 child opens the same way
-				runFaults(t, hookOpener(h, m.opt))
+				var fo []packetiotest.FaultOption
+				if h == "shared" {
+					testenv.PrivateBPFFS(t) // the child inherits LIBXDP_BPFFS
+					fo = sharedLimits()
+				}
+				runFaults(t, hookOpener(h, m.opt), fo...)
 			})
 		}
 	}
 }
 
-func runFaults(t *testing.T, open func(string) (packetio.Device, error)) {
+// sharedLimits are the fault cases the shared hook cannot offer. A
+// process killed while in libxdp's dispatcher leaves its program pinned
+// there: the protocol pins every component so that it outlives its loader
+// (xdp-loader exits right after loading). Where the kernel refuses freplace
+// programs no dispatcher can be built and only the busy case, which is
+// refused before one would be, can run.
+func sharedLimits() []packetiotest.FaultOption {
+	fo := []packetiotest.FaultOption{packetiotest.WithoutFault("kill-9", "libxdp's protocol pins a component in bpffs so that it outlives the process that loaded it")}
+	if err := xdp.ProbeSharedHook(); err != nil {
+		for _, c := range []string{"device-gone", "link-down-up", "close-wakes-poll", "bad-frame", "kill-9"} {
+			fo = append(fo, packetiotest.WithoutFault(c, "kernel limit: "+err.Error()))
+		}
+	}
+	return fo
+}
+
+func runFaults(t *testing.T, open func(string) (packetio.Device, error), fo ...packetiotest.FaultOption) {
 	packetiotest.RunFaults(t, func(t *testing.T) *packetiotest.FaultEnv {
 		testenv.NeedBPF(t)
 		e := packetiotest.VethEnv(t, open)
 		e.Occupy = e.OccupyXDP
 		return &e.FaultEnv
-	})
+	}, fo...)
 }

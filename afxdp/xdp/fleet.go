@@ -16,6 +16,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp/internal/hook"
+	"github.com/packetio/packetio/afxdp/xdp/internal/libxdp"
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/host"
 )
@@ -39,6 +40,7 @@ type Fleet struct {
 	pins    threadPins      // the worker threads its sockets pinned
 	foreign *foreignProgram // replaced under WithReplaceProgram, put back on Close
 	user    *userProgram    // the caller's program (WithProgram)
+	share   *sharedHook     // packetio's slot in libxdp's dispatcher
 	// borrowed is true when prog and xsks are the caller's: Close
 	// neither closes them nor touches other entries of the map.
 	borrowed   bool
@@ -250,6 +252,10 @@ func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc filter.P
 		if ok, reason := f.attachUser(c, grp); !ok {
 			return false, reason, nil
 		}
+	} else if f.share != nil {
+		if ok, reason, err := f.attachShared(grp, pc, nq); !ok || err != nil {
+			return ok, reason, err
+		}
 	} else if ok, reason, err := f.attachOwn(grp, pc, devBound, nq); !ok || err != nil {
 		return ok, reason, err
 	}
@@ -288,9 +294,9 @@ func (f *Fleet) tryGroup(c *config, g socketGeometry, grp bindGroup, pc filter.P
 // attachOwn loads packetio's program and its socket map and attaches the
 // program in grp's mode through a BPF link.
 func (f *Fleet) attachOwn(grp bindGroup, pc filter.Program, devBound bool, nq int) (bool, string, error) {
-	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: "xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(max(f.info.QueuesTotal, nq))})
+	xsks, err := f.newSocketMap(nq)
 	if err != nil {
-		return false, "", fmt.Errorf("create the socket map: %w", err)
+		return false, "", err
 	}
 	pc.XSKMapFD = xsks.FD()
 	if err := filter.Validate(pc.Matches, pc.Except); err != nil {
@@ -482,6 +488,9 @@ func (f *Fleet) teardown() error {
 	if err := f.detach(); err != nil {
 		errs = append(errs, err)
 	}
+	if f.share != nil {
+		f.share.door.Close()
+	}
 	if err := f.restoreForeign(); err != nil {
 		errs = append(errs, err)
 	}
@@ -511,6 +520,10 @@ func (f *Fleet) closeSockets() error {
 // the map.
 func (f *Fleet) detach() error {
 	var err error
+	if f.share != nil && f.share.member != nil {
+		err = f.share.leave()
+		f.prog = nil // the dispatcher's member owned it
+	}
 	if f.lnk != nil {
 		if e := f.lnk.Close(); e != nil {
 			err = fmt.Errorf("detach the XDP program: %w", e)
@@ -558,7 +571,11 @@ func (f *Fleet) clearXDP(c *config) error {
 	}
 	x := lk.Attrs().Xdp
 	if x == nil || x.AttachMode == hook.AttachedNone || x.AttachMode == hook.AttachedHW {
-		return nil // an offloaded program has a slot of its own
+		// An offloaded program has a slot of its own.
+		if c.sharedHook {
+			return f.planShare(c, 0)
+		}
+		return nil
 	}
 	if f.user != nil && x.ProgId == uint32(f.user.id) && x.AttachMode != hook.AttachedMulti {
 		f.user.attached = uint32(hook.ModeFlags(x.AttachMode))
@@ -577,6 +594,13 @@ func (f *Fleet) clearXDP(c *config) error {
 		name = pi.Name
 	}
 	what := fmt.Sprintf("%s already runs XDP program %d %q", f.ifname, id, name)
+	if v, ok, _ := libxdp.IsDispatcher(prog); ok {
+		prog.Close()
+		if f.user != nil {
+			return fmt.Errorf("%w: %s, libxdp's dispatcher (version %d): WithProgram cannot join it (a dispatcher's programs are extensions loaded for their slot); load yours with libxdp, or let packetio's program share the hook", packetio.ErrBusy, what, v)
+		}
+		return f.planShare(c, x.AttachMode)
+	}
 	if linkHolds(id, f.ifindex) {
 		prog.Close()
 		return fmt.Errorf("%w: %s (held by a BPF link of a running process, which packetio never detaches)", packetio.ErrBusy, what)

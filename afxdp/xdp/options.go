@@ -3,6 +3,7 @@ package xdp
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 
@@ -446,6 +447,8 @@ func (c *config) checkOptions() error {
 		return invalid("WithNUMANode(%d): want a node from 0 to %d, or -1 to follow the NIC", c.numaNode, numa.MaxNode)
 	case c.pollSpin > maxPollSpin:
 		return invalid("WithPollSpin(%v): at most %v (a negative value never spins, 0 is %v)", c.pollSpin, maxPollSpin, DefaultPollSpin)
+	case c.sharedHook && (c.priority < 0 || c.priority > math.MaxInt32):
+		return invalid("WithSharedHook(%d): want a run priority from 1 to %d (lower runs first), or 0 for %d", c.priority, math.MaxInt32, DefaultPriority)
 	case c.extra < 0 || c.extra > maxNumFrames*maxFrameSize:
 		return invalid("WithSharedMemory(%d): want 0 to %d bytes", c.extra, maxNumFrames*maxFrameSize)
 	}

@@ -51,6 +51,8 @@ func TestValidate(t *testing.T) {
 		{"mgmt port 0", []Option{WithKeepManagement(8022, 0)}, "WithKeepManagement([8022 0]): port 0"},
 		{"napi defer", []Option{WithHostTuning(Tuning{NAPIDefer: -1})}, "WithHostTuning(Tuning{NAPIDefer: -1}): "},
 		{"napi flush", []Option{WithHostTuning(Tuning{NAPIFlush: -time.Microsecond})}, "WithHostTuning(Tuning{NAPIFlush: -1µs}): "},
+		{"shared hook 0", []Option{WithSharedHook(0)}, ""},
+		{"shared hook -1", []Option{WithSharedHook(-1)}, "WithSharedHook(-1): want a run priority from 1 to 2147483647 (lower runs first), or 0 for 50"},
 		{"cpu 1024", []Option{WithHostTuning(Tuning{CPUs: []int{1024}})}, "WithHostTuning(Tuning{CPUs: [1024]}): CPU 1024 is outside 0 to 1023"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +83,7 @@ func fuzzOptions(b []byte) []Option {
 	next := in.Int64
 	opts := []Option{WithFilter(filter.MatchAll())}
 	for in.More() {
-		switch in.Kind(16) {
+		switch in.Kind(17) {
 		case 0:
 			opts = append(opts, WithQueues(next()))
 		case 1:
@@ -114,6 +116,8 @@ func fuzzOptions(b []byte) []Option {
 			opts = append(opts, WithPollSpin(time.Duration(next())*time.Microsecond))
 		case 15:
 			opts = append(opts, WithNUMANode(next()))
+		case 16:
+			opts = append(opts, WithSharedHook(next()))
 		}
 	}
 	return opts
@@ -140,6 +144,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add(append([]byte{8}, le(0, 0, 3, -1)...))
 	f.Add([]byte{13, 11})
 	f.Add(append([]byte{15}, le(-2)...))
+	f.Add(append([]byte{16}, le(-1)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		opts := fuzzOptions(b)
 		err := Validate(opts...)

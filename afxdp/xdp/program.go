@@ -58,6 +58,26 @@ func WithProgram(prog *ebpf.Program, xsks *ebpf.Map) Option {
 	return func(c *config) { c.userProg, c.userMap, c.userOpt = prog, xsks, "WithProgram" }
 }
 
+// WithSharedHook attaches packetio's program through libxdp's
+// multi-program dispatcher (the protocol of xdp-tools' libxdp, dispatcher
+// version 2) at run priority priority (lower runs first; 0 is
+// DefaultPriority, libxdp's default), so other programs can share the interface: xdp-loader, xdp-filter
+// or any libxdp user can add theirs before or after, and Close removes
+// exactly packetio's. Frames packetio's filter does not take go on to the
+// next program (its chain-call action is XDP_PASS). Without this option a
+// dispatcher already on the interface is joined at DefaultPriority; with
+// it, an empty hook gets a new dispatcher. Its state lives in bpffs
+// ($LIBXDP_BPFFS, else /sys/fs/bpf, which must be a mounted bpffs), as
+// libxdp keeps it. Info says Hook HookShared and names the dispatcher.
+// A negative priority is refused with packetio.ErrInvalid.
+func WithSharedHook(priority int) Option {
+	return func(c *config) { c.sharedHook, c.priority = true, priority }
+}
+
+// DefaultPriority is the run priority packetio's program takes in a
+// libxdp dispatcher without WithSharedHook: libxdp's own default.
+const DefaultPriority = 50
+
 // WithCollection is WithProgram with the program and the socket map taken
 // from coll by name; a name coll lacks is refused with packetio.ErrInvalid.
 func WithCollection(coll *ebpf.Collection, program, xskMap string) Option {
@@ -177,6 +197,9 @@ func (f *Fleet) describeProgram() (Hook, string) {
 		if pi, err := f.prog.Info(); err == nil {
 			id, _ = pi.ID()
 		}
+	}
+	if f.share != nil {
+		return HookShared, f.share.describe(f.ifindex, id)
 	}
 	return HookOwn, fmt.Sprintf("packetio's %q (id %d), through a BPF link", programName, id)
 }

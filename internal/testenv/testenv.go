@@ -48,3 +48,16 @@ func NeedHardware(t testing.TB, env, what string) string {
 	}
 	return v
 }
+
+// KernelLimit stops a test at what this machine's kernel refuses for good
+// (a mechanism it was built or configured without, such as freplace
+// programs where BPF trampolines are forbidden), after the test has checked
+// what a caller sees of that refusal. Like NeedHardware it skips, saying
+// "kernel limit", whether or not PACKETIO_CONFORM_REQUIRED is set: no
+// machine this CI runs on can satisfy it, and the note lists every
+// test that stops here. Never use it for an error a kernel with the
+// mechanism could give.
+func KernelLimit(t testing.TB, format string, args ...any) {
+	t.Helper()
+	t.Skipf("kernel limit: "+format, args...)
+}

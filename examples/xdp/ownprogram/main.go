@@ -88,7 +88,7 @@ func yourProgram(xsks, counts *ebpf.Map) (*ebpf.Program, error) {
 	insns = append(insns,
 		asm.LoadMapPtr(asm.R1, xsks.FD()),
 		asm.LoadMem(asm.R2, asm.R6, 16, asm.Word), // ctx->rx_queue_index
-		asm.Mov.Imm(asm.R3, 2),                   // XDP_PASS if that queue has no socket
+		asm.Mov.Imm(asm.R3, 2),                    // XDP_PASS if that queue has no socket
 		asm.FnRedirectMap.Call(),
 		asm.Return(),
 	)

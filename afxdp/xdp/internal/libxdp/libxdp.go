@@ -407,7 +407,7 @@ func build(slots []*slot) (b *built, err error) {
 			spec.AttachTo = target
 			spec.Flags &^= unix.BPF_F_XDP_HAS_FRAGS
 			if s.prog, err = ebpf.NewProgram(spec); err != nil {
-				return b, noFreplace(fmt.Errorf("load component %q as an extension of %s: %w", s.spec.Name, target, err))
+				return b, noFreplace(fmt.Sprintf("load component %q as an extension of %s", s.spec.Name, target), err)
 			}
 			if pi, err := s.prog.Info(); err == nil {
 				s.id, _ = pi.ID()
@@ -416,7 +416,7 @@ func build(slots []*slot) (b *built, err error) {
 		}
 		l, err := link.AttachFreplace(p, target, s.prog)
 		if err != nil {
-			return b, noFreplace(fmt.Errorf("link component %d %q into %s: %w", s.id, s.name, target, err))
+			return b, noFreplace(fmt.Sprintf("link component %d %q into %s", s.id, s.name, target), err)
 		}
 		b.links = append(b.links, l)
 		b.progs = append(b.progs, s.prog)
@@ -424,12 +424,14 @@ func build(slots []*slot) (b *built, err error) {
 	return b, nil
 }
 
-// noFreplace wraps ErrNoFreplace around a refused extension.
-func noFreplace(err error) error {
+// noFreplace is the error of step what: ErrNoFreplace where the kernel
+// answered EPERM (it forbids extensions outright; the loader's guess
+// about RLIMIT_MEMLOCK does not apply), err as it is otherwise.
+func noFreplace(what string, err error) error {
 	if errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("%w: %w", ErrNoFreplace, err)
+		return fmt.Errorf("%w: %s: %w", ErrNoFreplace, what, unix.EPERM)
 	}
-	return err
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // install pins b under top and puts it on the hook: on an empty hook

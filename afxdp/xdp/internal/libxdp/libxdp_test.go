@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/afxdp/xdp/internal/hook"
+	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/xdpbtf"
 )
 
@@ -23,7 +24,7 @@ const xdpDrop = 1
 func skipWithoutFreplace(t *testing.T, err error) {
 	t.Helper()
 	if errors.Is(err, ErrNoFreplace) {
-		t.Skipf("declared limit: this kernel refuses freplace programs, so no component can be linked (%v)", err)
+		testenv.KernelLimit(t, "this kernel refuses freplace programs, so no component can be linked (%v)", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -393,4 +394,23 @@ func TestRetryGivesUp(t *testing.T) {
 	if n != maxAttempts || err == nil || !strings.Contains(err.Error(), "gave up after 10 attempts") {
 		t.Errorf("%d attempts, error %v", n, err)
 	}
+}
+
+// TestProbe: Probe's answer is the one Add gets: nil where extensions
+// load, ErrNoFreplace where the kernel refuses them.
+func TestProbe(t *testing.T) {
+	testenv.NeedBPF(t)
+	err := Probe()
+	if err != nil && !errors.Is(err, ErrNoFreplace) {
+		t.Fatalf("Probe: %v", err)
+	}
+	e := newEnv(t)
+	m, addErr := Add(e.door, e.h.Index, Component{Spec: componentSpec("probe_twin", xdpPass)}, e.opts())
+	if addErr == nil {
+		defer m.Remove()
+	}
+	if errors.Is(err, ErrNoFreplace) != errors.Is(addErr, ErrNoFreplace) {
+		t.Errorf("Probe says %v, Add %v", err, addErr)
+	}
+	t.Logf("Probe: %v", err)
 }

@@ -1,79 +1,30 @@
 package libxdp
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 
+	"github.com/packetio/packetio/afxdp/xdp/internal/libxdp/xdploadertest"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
-// xdpfilt is xdp-filter's pass-everything program, which xdp-loader
-// loads with run priority 10 and chain action XDP_PASS.
-const xdpfilt = "/usr/lib/x86_64-linux-gnu/bpf/xdpfilt_alw_all.o"
+// xdpfilt is xdp-filter's pass-everything program (priority 10, XDP_PASS).
+const xdpfilt = xdploadertest.PassAll
 
-// loader runs xdp-loader inside the A end's namespace (nsenter --net on
-// the namespace this process holds, so /sys stays as it is) with the
-// test's bpffs as LIBXDP_BPFFS.
+// loader runs xdp-loader in the A end's namespace with the test's bpffs.
 func (e *env) loader(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	bin, err := exec.LookPath("xdp-loader")
-	if err != nil {
-		testenv.CannotRun(t, "xdp-loader (Debian package xdp-tools) is not installed: %v", err)
-	}
-	if _, err := os.Stat(xdpfilt); err != nil {
-		testenv.CannotRun(t, "xdp-filter's programs (Debian package xdp-tools) are not installed: %v", err)
-	}
-	ns := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), e.h.NamespaceFD())
-	cmd := exec.Command("nsenter", append([]string{"--net=" + ns, bin}, args...)...)
-	cmd.Env = append(os.Environ(), bpffsEnv+"="+e.bpffs)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return xdploadertest.Loader{Host: e.h, BPFFS: e.bpffs}.Run(t, args...)
 }
 
-// statusRow is one program in `xdp-loader status`.
-type statusRow struct {
-	name  string
-	prio  int // -1 for the dispatcher or a program without a dispatcher
-	id    ebpf.ProgramID
-	chain string
-}
-
-// status parses `xdp-loader status IF`: the interface's line names the
-// program on the hook (the dispatcher, or a lone program), then one
-// " => PRIO NAME ID TAG ACTIONS" line per component.
-func (e *env) status(t *testing.T) []statusRow {
+// status is what xdp-loader lists on the A end.
+func (e *env) status(t *testing.T) []xdploadertest.Row {
 	t.Helper()
-	out, err := e.loader(t, "status", e.h.Link)
-	if err != nil {
-		t.Fatalf("xdp-loader status: %v\n%s", err, out)
-	}
-	var rows []statusRow
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		switch {
-		case len(f) >= 5 && f[0] == e.h.Link:
-			id, _ := strconv.Atoi(f[3])
-			rows = append(rows, statusRow{name: f[1], prio: -1, id: ebpf.ProgramID(id)})
-		case len(f) >= 5 && f[0] == "=>":
-			prio, _ := strconv.Atoi(f[1])
-			id, _ := strconv.Atoi(f[3])
-			r := statusRow{name: f[2], prio: prio, id: ebpf.ProgramID(id)}
-			if len(f) > 5 {
-				r.chain = f[5]
-			}
-			rows = append(rows, r)
-		}
-	}
-	t.Logf("xdp-loader status:\n%s", out)
-	return rows
+	return xdploadertest.Loader{Host: e.h, BPFFS: e.bpffs}.Status(t)
 }
 
 // TestXDPLoaderReadsOurDispatcher: libxdp 1.3.1 takes a dispatcher this
@@ -84,10 +35,10 @@ func TestXDPLoaderReadsOurDispatcher(t *testing.T) {
 	e := newEnv(t)
 	f := e.fakeDispatcher(t, []uint32{10, 30}, true)
 	rows := e.status(t)
-	want := []statusRow{
-		{name: dispatcherName, prio: -1, id: f.id},
-		{name: "fake_comp_a", prio: 10, id: f.ids[0], chain: "XDP_PASS"},
-		{name: "fake_comp_b", prio: 30, id: f.ids[1], chain: "XDP_PASS"},
+	want := []xdploadertest.Row{
+		{Name: dispatcherName, Prio: -1, ID: f.id},
+		{Name: "fake_comp_a", Prio: 10, ID: f.ids[0], Chain: "XDP_PASS"},
+		{Name: "fake_comp_b", Prio: 30, ID: f.ids[1], Chain: "XDP_PASS"},
 	}
 	if fmt.Sprint(rows) != fmt.Sprint(want) {
 		t.Errorf("xdp-loader status lists %+v\nwant %+v", rows, want)
@@ -96,16 +47,6 @@ func TestXDPLoaderReadsOurDispatcher(t *testing.T) {
 		t.Fatalf("xdp-loader unload --all: %v\n%s", err, out)
 	}
 	e.assertClean(t)
-}
-
-// findRow is the status row of the program named name, or a zero row.
-func findRow(rows []statusRow, name string) statusRow {
-	for _, r := range rows {
-		if r.name == name {
-			return r
-		}
-	}
-	return statusRow{}
 }
 
 // TestXDPLoaderFirst: xdp-loader puts xdp-filter's program on the hook,
@@ -138,7 +79,7 @@ func TestXDPLoaderFirst(t *testing.T) {
 	comp := Component{Spec: componentSpec("ours_drop", xdpDrop), Priority: 5}
 	if !shared {
 		rows := e.status(t)
-		if len(rows) != 1 || rows[0].name != "xdpfilt_alw_all" || rows[0].id != ebpf.ProgramID(st.ProgID) {
+		if len(rows) != 1 || rows[0].Name != "xdpfilt_alw_all" || rows[0].ID != ebpf.ProgramID(st.ProgID) {
 			t.Fatalf("xdp-loader status lists %+v, want xdpfilt_alw_all alone", rows)
 		}
 		before := e.snapshot(t)
@@ -150,7 +91,7 @@ func TestXDPLoaderFirst(t *testing.T) {
 		e.assertUnchanged(t, before)
 		unload()
 		e.assertClean(t)
-		t.Skip("declared limit: libxdp 1.3.1 attached its program without a dispatcher (the kernel refuses freplace); the refusal was checked, joining it cannot be")
+		testenv.KernelLimit(t, "libxdp 1.3.1 attached its program without a dispatcher (the kernel refuses freplace); the refusal was checked, joining it cannot be")
 	}
 	m, err := Add(e.door, e.h.Index, comp, e.opts())
 	if err != nil {
@@ -158,8 +99,8 @@ func TestXDPLoaderFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := e.status(t)
-	ours, theirs := findRow(rows, "ours_drop"), findRow(rows, "xdpfilt_alw_all")
-	if ours.prio != 5 || ours.id != progID(t, m.Program()) || theirs.prio != 10 || len(rows) != 3 {
+	ours, theirs := xdploadertest.Find(rows, "ours_drop"), xdploadertest.Find(rows, "xdpfilt_alw_all")
+	if ours.Prio != 5 || ours.ID != progID(t, m.Program()) || theirs.Prio != 10 || len(rows) != 3 {
 		t.Errorf("xdp-loader status lists %+v, want the dispatcher, ours_drop/5 and xdpfilt_alw_all/10", rows)
 	}
 	if v := e.hookVerdict(t); v != xdpDrop {
@@ -169,7 +110,7 @@ func TestXDPLoaderFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows = e.status(t)
-	if len(rows) != 2 || rows[0].name != dispatcherName || rows[1].name != "xdpfilt_alw_all" || rows[1].id != theirs.id {
+	if len(rows) != 2 || rows[0].Name != dispatcherName || rows[1].Name != "xdpfilt_alw_all" || rows[1].ID != theirs.ID {
 		t.Errorf("after Remove xdp-loader lists %+v, want its program alone in a dispatcher", rows)
 	}
 	unload()
@@ -192,12 +133,12 @@ func TestXDPLoaderSecond(t *testing.T) {
 		t.Fatalf("xdp-loader load: %v\n%s", err, out)
 	}
 	rows := e.status(t)
-	ours, theirs := findRow(rows, "ours_drop"), findRow(rows, "xdpfilt_alw_all")
-	if ours.prio != 20 || theirs.prio != 10 || len(rows) != 3 {
+	ours, theirs := xdploadertest.Find(rows, "ours_drop"), xdploadertest.Find(rows, "xdpfilt_alw_all")
+	if ours.Prio != 20 || theirs.Prio != 10 || len(rows) != 3 {
 		t.Errorf("xdp-loader status lists %+v, want the dispatcher, xdpfilt_alw_all/10 and ours_drop/20", rows)
 	}
-	if out, err := e.loader(t, "unload", e.h.Link, "-i", strconv.Itoa(int(theirs.id))); err != nil {
-		t.Errorf("xdp-loader unload -i %d: %v\n%s", theirs.id, err, out)
+	if out, err := e.loader(t, "unload", e.h.Link, "-i", strconv.Itoa(int(theirs.ID))); err != nil {
+		t.Errorf("xdp-loader unload -i %d: %v\n%s", theirs.ID, err, out)
 	}
 	st := e.read(t)
 	if len(st.Entries) != 1 || st.Entries[0].ID != progID(t, m.Program()) || st.Entries[0].Priority != 20 {
