@@ -114,7 +114,7 @@ func BenchmarkReceiveNoSpin(b *testing.B) { benchReceive(b, afxdp.WithPollSpin(-
 // WithProgram: the same program, the caller's to own.
 func BenchmarkReceiveUserProgram(b *testing.B) {
 	testenv.NeedBPF(b)
-	open := hookOpener("user", benchPlace, afxdp.WithXDP(xdp.WithDriverMode()))
+	open := hookOpener("user", benchPlace, afxdp.WithFrames(afxdp.DefaultFrames), afxdp.WithXDP(xdp.WithDriverMode()))
 	benchReceiveOn(b, func(h *netns.Host, opts ...afxdp.Option) *afxdp.Device {
 		var d packetio.Device
 		if err := h.Do(func() (err error) { d, err = open(h.Link); return err }); err != nil {
