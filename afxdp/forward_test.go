@@ -211,11 +211,8 @@ func TestVLANStrippedByTheDriver(t *testing.T) {
 	defer l.Close()
 	// A packet socket, not AF_XDP: an AF_XDP transmit skips the qdisc
 	// layer, and the tc program with it.
-	var fd int
-	if err := p.A.Do(func() (err error) {
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
+	fd, err := p.A.PacketSocket()
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)

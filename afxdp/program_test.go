@@ -101,26 +101,18 @@ func TestSteeringSpecTailCalled(t *testing.T) {
 		t.Errorf("Info().Program = %q", in.Program)
 	}
 
-	var kconn, sender *net.UDPConn
-	if err := p.B.Do(func() (err error) {
-		kconn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 78, 0, 2), Port: 9001})
-		return err
-	}); err != nil {
+	kconn, err := p.B.ListenUDP(net.IPv4(10, 78, 0, 2), 9001)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer kconn.Close()
-	if err := p.A.Do(func() (err error) {
-		sender, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 78, 0, 1)})
-		return err
-	}); err != nil {
+	sender, err := p.A.ListenUDP(net.IPv4(10, 78, 0, 1), 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer sender.Close()
-	var fd int
-	if err := p.A.Do(func() (err error) {
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
+	fd, err := p.A.PacketSocket()
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)

@@ -167,11 +167,8 @@ func runSteerCaseOn(t *testing.T, p *netns.Pair, c steerCase) {
 	defer d.Close()
 	t.Logf("%s", d.Info().Filter)
 	tap := newKernelTap(t, p.B)
-	var fd int
-	if err := p.A.Do(func() (err error) {
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
+	fd, err := p.A.PacketSocket()
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)

@@ -77,12 +77,8 @@ type rawSender struct {
 func newRawSender(t *testing.T, h *netns.Host) *rawSender {
 	t.Helper()
 	s := &rawSender{fd: -1, sa: unix.SockaddrLinklayer{Ifindex: h.Index, Halen: 6}}
-	err := h.Do(func() error {
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		s.fd = fd
-		return err
-	})
-	if err != nil {
+	var err error
+	if s.fd, err = h.PacketSocket(); err != nil {
 		t.Fatalf("AF_PACKET socket: %v", err)
 	}
 	t.Cleanup(func() { unix.Close(s.fd) })
@@ -520,18 +516,13 @@ var (
 // reaches a kernel socket in B: what a program steering port 9000 does.
 func checkSplit(t *testing.T, p *netns.Pair, f *Fleet) {
 	t.Helper()
-	var kconn, sender *net.UDPConn
-	if err := p.B.Do(func() (err error) {
-		kconn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 77, 0, 2), Port: 9001})
-		return err
-	}); err != nil {
+	kconn, err := p.B.ListenUDP(net.IPv4(10, 77, 0, 2), 9001)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer kconn.Close()
-	if err := p.A.Do(func() (err error) {
-		sender, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 77, 0, 1)})
-		return err
-	}); err != nil {
+	sender, err := p.A.ListenUDP(net.IPv4(10, 77, 0, 1), 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer sender.Close()

@@ -30,11 +30,8 @@ func TestExpressionOverVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var fd int
-	if err := p.A.Do(func() (err error) {
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
+	fd, err := p.A.PacketSocket()
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -218,6 +219,29 @@ func (h *Host) SetFeature(name string, on bool) error {
 		}
 		return nil
 	})
+}
+
+// PacketSocket opens a raw AF_PACKET socket (protocol 0: it sends, and
+// receives nothing) inside the host's namespace, for sending frames on its
+// link with unix.Sendto and a unix.SockaddrLinklayer.
+func (h *Host) PacketSocket() (int, error) {
+	fd := -1
+	err := h.Do(func() (err error) {
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		return err
+	})
+	return fd, err
+}
+
+// ListenUDP is net.ListenUDP("udp4", &net.UDPAddr{IP: ip, Port: port})
+// inside the host's namespace (port 0: any).
+func (h *Host) ListenUDP(ip net.IP, port int) (*net.UDPConn, error) {
+	var c *net.UDPConn
+	err := h.Do(func() (err error) {
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: ip, Port: port})
+		return err
+	})
+	return c, err
 }
 
 // Do runs fn inside the host's namespace on a locked OS thread and returns

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/internal/testframe"
 )
 
 func TestPairCarriesUDPAndLeavesNothing(t *testing.T) {
@@ -21,11 +24,8 @@ func TestPairCarriesUDPAndLeavesNothing(t *testing.T) {
 		t.Fatalf("host not described: %+v %+v", p.A, p.B)
 	}
 
-	var conn *net.UDPConn
-	if err := p.B.Do(func() (err error) {
-		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 11, 0, 2), Port: 9000})
-		return err
-	}); err != nil {
+	conn, err := p.B.ListenUDP(net.IPv4(10, 11, 0, 2), 9000)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
@@ -45,6 +45,20 @@ func TestPairCarriesUDPAndLeavesNothing(t *testing.T) {
 	n, _, err := conn.ReadFromUDP(buf)
 	if err != nil || string(buf[:n]) != "across the pair" {
 		t.Fatalf("got %q, %v", buf[:n], err)
+	}
+
+	// A frame from A's packet socket reaches B's UDP socket.
+	fd, err := p.A.PacketSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	frame := testframe.Spec{Src: "10.11.0.1", Dst: "10.11.0.2", SPort: 40000, DPort: 9000, SrcMAC: p.A.MAC, DstMAC: p.B.MAC, Payload: []byte("raw frame")}.Build(t)
+	if err := unix.Sendto(fd, frame, 0, &unix.SockaddrLinklayer{Ifindex: p.A.Index, Halen: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err = conn.ReadFromUDP(buf); err != nil || string(buf[:n]) != "raw frame" {
+		t.Fatalf("raw frame: got %q, %v", buf[:n], err)
 	}
 
 	if err := p.A.Do(func() error {
@@ -73,3 +87,4 @@ func TestCreateRefusesOneAddress(t *testing.T) {
 		t.Fatal("one address accepted")
 	}
 }
+

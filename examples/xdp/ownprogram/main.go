@@ -148,18 +148,13 @@ func run(n int) error {
 	defer dev.Close()
 	fmt.Printf("%s: steering by %s; program %s\n", pair.B.Link, dev.Capabilities().SteeringBy, dev.Info().Program)
 
-	var kernel, sender *net.UDPConn
-	if err := pair.B.Do(func() (err error) {
-		kernel, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 79, 0, 2), Port: kernelPort})
-		return err
-	}); err != nil {
+	kernel, err := pair.B.ListenUDP(net.IPv4(10, 79, 0, 2), kernelPort)
+	if err != nil {
 		return err
 	}
 	defer kernel.Close()
-	if err := pair.A.Do(func() (err error) {
-		sender, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 79, 0, 1)})
-		return err
-	}); err != nil {
+	sender, err := pair.A.ListenUDP(net.IPv4(10, 79, 0, 1), 0)
+	if err != nil {
 		return err
 	}
 	defer sender.Close()
