@@ -87,4 +87,3 @@ func TestCreateRefusesOneAddress(t *testing.T) {
 		t.Fatal("one address accepted")
 	}
 }
-
