@@ -516,17 +516,18 @@ func (f *Fleet) closeSockets() error {
 	return errors.Join(errs...)
 }
 
-// detach closes the link (the kernel removes the program), the program and
-// the map.
+// detach takes the fleet's program off the hook (closing its link, or
+// leaving the dispatcher) and closes the program and the map, unless they
+// are the caller's.
 func (f *Fleet) detach() error {
-	var err error
+	var errs []error
 	if f.share != nil && f.share.member != nil {
-		err = f.share.leave()
+		errs = append(errs, f.share.leave())
 		f.prog = nil // the dispatcher's member owned it
 	}
 	if f.lnk != nil {
 		if e := f.lnk.Close(); e != nil {
-			err = fmt.Errorf("detach the XDP program: %w", e)
+			errs = append(errs, fmt.Errorf("detach the XDP program: %w", e))
 		}
 		f.lnk = nil
 	}
@@ -539,7 +540,7 @@ func (f *Fleet) detach() error {
 		}
 	}
 	f.prog, f.xsks, f.borrowed = nil, nil, false
-	return err
+	return errors.Join(errs...)
 }
 
 // programName is the name filter.Program gives every program it loads
