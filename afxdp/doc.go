@@ -78,4 +78,12 @@
 // unless WithReplaceProgram says to replace one attached the legacy
 // (netlink) way, which Close then puts back. A program held by a BPF link
 // is never touched.
+//
+// Whose program steers is the caller's choice: packetio's own (compiled
+// from WithSteering), the caller's (WithProgram: an XDP program and the
+// XSKMAP it redirects into; SteeringSpec gives packetio's program as an
+// ebpf.ProgramSpec to tail-call from it), or packetio's in a slot of
+// libxdp's multi-program dispatcher beside other programs (WithSharedHook;
+// a dispatcher found on the interface is joined). Capabilities().SteeringBy
+// and Info().Hook say which.
 package afxdp

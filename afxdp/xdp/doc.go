@@ -87,6 +87,15 @@
 // BPF link belongs to a live process and is never touched. Only a provable
 // leftover of packetio's own is removed unasked (see Open).
 //
+// Two ways share the hook instead. WithProgram runs the caller's program,
+// which redirects into the caller's XSKMAP; the fleet only binds sockets
+// and registers them there. WithSharedHook puts packetio's program in a
+// slot of libxdp's multi-program dispatcher (the protocol xdp-loader and
+// every libxdp user follow), and a dispatcher found on the interface is
+// joined rather than refused; it needs a kernel that takes freplace
+// programs (ProbeSharedHook) and a bpffs. Info().Hook says which way the
+// fleet runs.
+//
 // # Modes
 //
 // Open tries native zero-copy, native copy and generic (SKB) mode in that
