@@ -63,7 +63,11 @@ func TestIntegrationTxTimestamps(t *testing.T) {
 			after := uint64(time.Now().UnixNano())
 			stamps := collectStamps(t, tx, n)
 			if len(stamps) != n {
-				t.Fatalf("%d stamps for %d frames", len(stamps), n)
+				// Say what became of the frames, for a run that
+				// cannot be repeated.
+				got := receiveOurs(t, b.RxQueue(0), n, time.Second)
+				st, _ := tx.Stats()
+				t.Fatalf("%d stamps for %d frames (%d of them arrived); transmit stats %+v", len(stamps), n, len(got), st)
 			}
 			slices.SortFunc(stamps, func(x, y packetio.TxStamp) int { return int(x.Seq) - int(y.Seq) })
 			for i, s := range stamps {
