@@ -37,6 +37,9 @@ func (s *Socket) Fill(n int) int {
 		return 0
 	}
 	s.r.addrs = s.r.pool.PopFill(int(k), s.r.addrs[:0])
+	if s.stamps {
+		s.clearStamps(s.r.addrs)
+	}
 	for i, a := range s.r.addrs {
 		s.r.fill.put(uint32(i), a)
 	}
@@ -351,6 +354,21 @@ func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 		s.r.st.unstamped.Add(none)
 	}
 	return descs, s.r.stamp
+}
+
+// clearStamps zeroes the metadata slot in front of where the kernel will
+// put the packet of each frame (base + RxHeadroom), before the frames go
+// to the kernel: a packet the program could not stamp (the driver refused
+// the metadata) then reads as unstamped, never as the stamp the frame's
+// last packet carried, or as transmit metadata left there.
+func (s *Socket) clearStamps(bases []uint64) {
+	mem := s.umem.mem
+	for _, b := range bases {
+		at := b + RxHeadroom - filter.RxMetadataLen
+		if at+filter.RxMetadataLen <= uint64(len(mem)) {
+			clear(mem[at : at+filter.RxMetadataLen])
+		}
+	}
 }
 
 // stampOf reads the metadata in front of a received frame: the stamp and
