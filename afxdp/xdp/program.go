@@ -127,7 +127,7 @@ func (c *config) checkUserProgram() error {
 type userProgram struct {
 	id       ebpf.ProgramID
 	name     string
-	attached uint32 // hook.Attached* when the caller had attached it, else 0
+	attached uint32 // the XDP_FLAGS_*_MODE it runs in when the caller attached it, else 0
 }
 
 // describe names the program for Info.
