@@ -481,6 +481,9 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 	s.r.descs, s.r.stamp = s.r.descs[:take], s.r.stamp[:take]
 	for _, d := range s.r.descs {
 		bytes += uint64(d.Len)
+		if pool.Checked() {
+			s.r.pool.Take(pool.OpReceive, s.umem.base(d.Addr))
+		}
 	}
 	if take > 0 {
 		s.r.ring.release(take)
