@@ -395,21 +395,7 @@ func hasTransportLoad(a arith) bool {
 func TestLibpcapLostIHL(t *testing.T) {
 	const expr = "ether[0:2] + ether[0:2] == -0 * tcp[0:2] / ip[1] or portrange 22-22"
 	frame, _ := hex.DecodeString("02000000000202000000000108004500002d00074000400626c20a0000010a00000203e800160000000100000002500204005008000068656c6c6f00")
-	match := func(p []bpf.Instruction, err error) bool {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := bpfmatchtest.NewOracle(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ok, err := o.Match(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
+	match := matcher(t, frame)
 	var drops []bool
 	onDrop = func(a arith) { drops = append(drops, hasTransportLoad(a)) }
 	ours := match(Compile(expr))
@@ -454,45 +440,40 @@ func taxBeforeIndexed(p []bpf.Instruction) (int, bool) {
 			}
 		case bpf.TAX:
 			tax = true
-		case bpf.LoadMemShift, bpf.LoadConstant, bpf.LoadScratch:
-			if ins, ok := in.(bpf.LoadConstant); ok && ins.Dst != bpf.RegX {
-				break
-			}
-			if ins, ok := in.(bpf.LoadScratch); ok && ins.Dst != bpf.RegX {
-				break
-			}
+		case bpf.LoadMemShift:
 			tax = false
+		case bpf.LoadConstant:
+			tax = tax && in.Dst != bpf.RegX
+		case bpf.LoadScratch:
+			tax = tax && in.Dst != bpf.RegX
 		}
-		switch in := ins.(type) {
-		case bpf.RetA, bpf.RetConstant:
-		case bpf.Jump:
-			flow(i+1+int(in.Skip), tax)
-		case bpf.JumpIf:
-			flow(i+1+int(in.SkipTrue), tax)
-			flow(i+1+int(in.SkipFalse), tax)
-		case bpf.JumpIfX:
-			flow(i+1+int(in.SkipTrue), tax)
-			flow(i+1+int(in.SkipFalse), tax)
-		default:
-			flow(i+1, tax)
-		}
+		successors(i, ins, func(to int) { flow(to, tax) })
 	}
 	return 0, false
 }
 
-// TestLibpcapLostIHLAfterTax pins the next libpcap 1.10 optimiser case
-// FuzzLibpcap found: in "tcp[0:2] == ether[0:2]" the comparison moves
-// ether[0:2] to X (tax), and the optimised program then reads the
-// destination port of "portrange 22-22" at [x + 16] as if X still held the
-// IPv4 header length. Its unoptimised program refuses the frame for
-// dividing by ip[1], which is 0 (the fold of 0 / ip[1] drops that
-// division, in libpcap's optimiser as in ours). Ours matches the SYN to
-// port 22; the comparison recognises libpcap's program by the tax before
-// an indexed load.
-func TestLibpcapLostIHLAfterTax(t *testing.T) {
-	const expr = "ether[0:2] == --0 / ip[1] or tcp[0:2] == ether[0:2] or portrange 22-22"
-	frame, _ := hex.DecodeString("02000000000202000000000108004500002d00074000400626c20a0000010a00000203e800160000000100000002500204005008000068656c6c6f00")
-	match := func(p []bpf.Instruction, err error) bool {
+// successors calls visit with every instruction control can go to from
+// instruction i (classic BPF jumps only forward; a return goes nowhere).
+func successors(i int, ins bpf.Instruction, visit func(to int)) {
+	switch in := ins.(type) {
+	case bpf.RetA, bpf.RetConstant:
+	case bpf.Jump:
+		visit(i + 1 + int(in.Skip))
+	case bpf.JumpIf:
+		visit(i + 1 + int(in.SkipTrue))
+		visit(i + 1 + int(in.SkipFalse))
+	case bpf.JumpIfX:
+		visit(i + 1 + int(in.SkipTrue))
+		visit(i + 1 + int(in.SkipFalse))
+	default:
+		visit(i + 1)
+	}
+}
+
+// matcher returns the verdict of a program (and the error it was compiled
+// with, failing the test on either) on frame.
+func matcher(t *testing.T, frame []byte) func([]bpf.Instruction, error) bool {
+	return func(p []bpf.Instruction, err error) bool {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -507,6 +488,21 @@ func TestLibpcapLostIHLAfterTax(t *testing.T) {
 		}
 		return ok
 	}
+}
+
+// TestLibpcapLostIHLAfterTax pins the next libpcap 1.10 optimiser case
+// FuzzLibpcap found: in "tcp[0:2] == ether[0:2]" the comparison moves
+// ether[0:2] to X (tax), and the optimised program then reads the
+// destination port of "portrange 22-22" at [x + 16] as if X still held the
+// IPv4 header length. Its unoptimised program refuses the frame for
+// dividing by ip[1], which is 0 (the fold of 0 / ip[1] drops that
+// division, in libpcap's optimiser as in ours). Ours matches the SYN to
+// port 22; the comparison recognises libpcap's program by the tax before
+// an indexed load.
+func TestLibpcapLostIHLAfterTax(t *testing.T) {
+	const expr = "ether[0:2] == --0 / ip[1] or tcp[0:2] == ether[0:2] or portrange 22-22"
+	frame, _ := hex.DecodeString("02000000000202000000000108004500002d00074000400626c20a0000010a00000203e800160000000100000002500204005008000068656c6c6f00")
+	match := matcher(t, frame)
 	dropped := 0
 	onDrop = func(arith) { dropped++ }
 	ours := match(Compile(expr))
@@ -590,19 +586,7 @@ func readsUnsetX(p []bpf.Instruction) (int, bool) {
 				st.m |= 1 << in.N
 			}
 		}
-		switch in := ins.(type) {
-		case bpf.RetA, bpf.RetConstant:
-		case bpf.Jump:
-			flow(i+1+int(in.Skip), st)
-		case bpf.JumpIf:
-			flow(i+1+int(in.SkipTrue), st)
-			flow(i+1+int(in.SkipFalse), st)
-		case bpf.JumpIfX:
-			flow(i+1+int(in.SkipTrue), st)
-			flow(i+1+int(in.SkipFalse), st)
-		default:
-			flow(i+1, st)
-		}
+		successors(i, ins, func(to int) { flow(to, st) })
 	}
 	return 0, false
 }
