@@ -232,83 +232,71 @@ type arth struct {
 // 0/x, 0%x, 0&x, 0<<x and 0>>x are 0 without loading x. These folds work
 // on values, the same in every libpcap; they are the only places these
 // programs follow libpcap's optimiser rather than its unoptimised program.
+// lost is the operand such a fold drops (nil when none is).
 //
 // Like libpcap it refuses at once a division or modulo by a literal 0 and
 // a shift by a literal over 31. The same with a computed constant is an
 // error only if the test that computes it survives optimisation (libpcap's
 // optimiser reports it only then): it becomes an aErr.
-func binary(op bpf.ALUOp, l, r arith) (arith, error) {
+func binary(op bpf.ALUOp, l, r arith) (v, lost arith, err error) {
 	lc, lok := l.(aConst)
 	rc, rok := r.(aConst)
 	shift := op == bpf.ALUOpShiftLeft || op == bpf.ALUOpShiftRight
 	if rok && rc.lit {
 		switch {
 		case shift && rc.v > 31:
-			return nil, errors.New("shift by more than 31 bits")
+			return nil, nil, errors.New("shift by more than 31 bits")
 		case op == bpf.ALUOpDiv && rc.v == 0:
-			return nil, errors.New("division by zero")
+			return nil, nil, errors.New("division by zero")
 		case op == bpf.ALUOpMod && rc.v == 0:
-			return nil, errors.New("modulus by zero")
+			return nil, nil, errors.New("modulus by zero")
 		}
 	}
 	if e := firstErr(l); e != nil {
-		return e, nil
+		return e, nil, nil
 	}
 	if e := firstErr(r); e != nil {
-		return e, nil
+		return e, nil, nil
 	}
 	if rok && lok {
 		if rc.v == 0 && op == bpf.ALUOpDiv {
-			return aErr{"division by zero"}, nil
+			return aErr{"division by zero"}, nil, nil
 		}
 		if rc.v == 0 && op == bpf.ALUOpMod {
-			return aErr{"modulus by zero"}, nil
+			return aErr{"modulus by zero"}, nil, nil
 		}
 		if shift && rc.v > 31 {
-			return aErr{"shift by more than 31 bits"}, nil
+			return aErr{"shift by more than 31 bits"}, nil, nil
 		}
-		return aConst{v: fold(op, lc.v, rc.v)}, nil
+		return aConst{v: fold(op, lc.v, rc.v)}, nil, nil
 	}
 	if rok {
 		if shift && rc.v > 31 {
-			return aErr{"shift by more than 31 bits"}, nil
+			return aErr{"shift by more than 31 bits"}, nil, nil
 		}
 		if rc.v == 0 {
 			switch op {
 			case bpf.ALUOpAdd, bpf.ALUOpShiftLeft, bpf.ALUOpShiftRight, bpf.ALUOpOr, bpf.ALUOpXor:
-				return l, nil
+				return l, nil, nil
 			case bpf.ALUOpMul, bpf.ALUOpAnd:
-				return dropped(aConst{v: 0}, l), nil
+				return aConst{v: 0}, l, nil
 			case bpf.ALUOpDiv:
-				return aErr{"division by zero"}, nil
+				return aErr{"division by zero"}, nil, nil
 			case bpf.ALUOpMod:
-				return aErr{"modulus by zero"}, nil
+				return aErr{"modulus by zero"}, nil, nil
 			}
 		}
-		return aBin{op: op, l: l, r: r}, nil
+		return aBin{op: op, l: l, r: r}, nil, nil
 	}
 	if lok && lc.v == 0 {
 		switch op {
 		case bpf.ALUOpAdd, bpf.ALUOpOr, bpf.ALUOpXor:
-			return r, nil
+			return r, nil, nil
 		case bpf.ALUOpMul, bpf.ALUOpDiv, bpf.ALUOpMod, bpf.ALUOpAnd, bpf.ALUOpShiftLeft, bpf.ALUOpShiftRight:
-			return dropped(aConst{v: 0}, r), nil
+			return aConst{v: 0}, r, nil
 		}
 	}
-	return aBin{op: op, l: l, r: r}, nil
-}
-
-// onDrop, when set (the libpcap comparison sets it), is told of every
-// operand a fold drops, loads and all.
-var onDrop func(arith)
-
-// dropped returns the fold's result v, telling onDrop of the operand x it
-// drops.
-func dropped(v, x arith) arith {
-	if onDrop != nil {
-		onDrop(x)
-	}
-	return v
+	return aBin{op: op, l: l, r: r}, nil, nil
 }
 
 // aErr is a value libpcap's optimiser refuses to compute (a division by a

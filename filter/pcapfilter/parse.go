@@ -28,6 +28,19 @@ type parser struct {
 	i     int
 	o     offs
 	depth int
+	folds []folded
+}
+
+// A folded is an arithmetic expression, expr[from:to], that a fold of
+// binary makes 0 without computing lost, the operand it drops (as
+// libpcap's optimiser does). exact says the 0 carries no protocol
+// condition either, so that libpcap reads the text "0" in its place the
+// same way. The parser keeps them for the libpcap comparison, which checks
+// these folds against libpcap's unoptimised program of the folded text.
+type folded struct {
+	from, to int
+	exact    bool
+	lost     arith
 }
 
 // maxDepth bounds nesting (parentheses, unary minus; a run of "not" is one
@@ -72,8 +85,9 @@ func describe(t token) string {
 
 func (p *parser) isKw(k keyword) bool { t := p.peek(); return t.kind == tKw && t.kw == k }
 
-// parse compiles the whole expression into a boolean tree.
-func parse(expr string) (b bnode, err error) {
+// parse compiles the whole expression into a boolean tree; folds lists the
+// operands its constant folds dropped.
+func parse(expr string) (b bnode, folds []folded, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			e, ok := r.(*Error)
@@ -81,17 +95,17 @@ func parse(expr string) (b bnode, err error) {
 				panic(r)
 			}
 			e.Expr = expr
-			b, err = nil, e
+			b, folds, err = nil, nil, e
 		}
 	}()
 	toks, lerr := lex(expr)
 	if lerr != nil {
 		lerr.(*Error).Expr = expr
-		return nil, lerr
+		return nil, nil, lerr
 	}
 	p := &parser{expr: expr, toks: toks, o: offs{lt: 12, nl: 14}}
 	if p.peek().kind == tEOF {
-		return bConst(true), nil // libpcap: the empty filter takes everything
+		return bConst(true), nil, nil // libpcap: the empty filter takes everything
 	}
 	b, _ = p.parseExpr(qerr)
 	if t := p.peek(); t.kind != tEOF {
@@ -100,7 +114,7 @@ func parse(expr string) (b bnode, err error) {
 		}
 		p.fail(t, "expected \"and\", \"or\" or the end of the expression, found %s", describe(t))
 	}
-	return b, nil
+	return b, p.folds, nil
 }
 
 func (p *parser) parseExpr(cq qual) (bnode, qual) {
@@ -327,7 +341,7 @@ func (p *parser) expect(k tokKind, what string) token {
 // parenTerm is "(" expr ")", or a relation that starts with a parenthesised
 // arithmetic expression. It tries the relation first and backs up.
 func (p *parser) parenTerm(cq qual) (bnode, qual) {
-	start, o, depth := p.i, p.o, p.depth
+	start, o, depth, folds := p.i, p.o, p.depth, len(p.folds)
 	var relErr *Error
 	b, ok := func() (b bnode, ok bool) {
 		defer func() {
@@ -344,7 +358,7 @@ func (p *parser) parenTerm(cq qual) (bnode, qual) {
 	if ok {
 		return b, qerr
 	}
-	p.i, p.o, p.depth = start, o, depth
+	p.i, p.o, p.depth, p.folds = start, o, depth, p.folds[:folds]
 	var boolErr *Error
 	func() {
 		defer func() {
@@ -828,13 +842,14 @@ func (p *parser) parseRelation() bnode {
 }
 
 func (p *parser) arith(min int) arth {
+	from := p.peek().pos
 	left := p.unary()
 	for {
 		t := p.peek()
 		if t.kind == tCaret || t.kind == tPercent {
 			p.next()
 			right := p.arith(0)
-			left = p.binary(t, left, right)
+			left = p.binary(t, left, right, from)
 			continue
 		}
 		prec, ok := precedence[t.kind]
@@ -843,18 +858,23 @@ func (p *parser) arith(min int) arth {
 		}
 		p.next()
 		right := p.arith(prec + 1)
-		left = p.binary(t, left, right)
+		left = p.binary(t, left, right, from)
 	}
 }
 
-// binary combines two values; like libpcap, the result keeps only the
-// conditions of the left operand.
-func (p *parser) binary(op token, l, r arth) arth {
-	v, err := binary(aluOp[op.kind], l.v, r.v)
+// binary combines two values, the text of both starting at from; like
+// libpcap, the result keeps only the conditions of the left operand.
+func (p *parser) binary(op token, l, r arth, from int) arth {
+	v, lost, err := binary(aluOp[op.kind], l.v, r.v)
 	if err != nil {
 		p.fail(op, "%v", err)
 	}
-	return arth{v: v, conds: l.conds}
+	a := arth{v: v, conds: l.conds}
+	if lost != nil {
+		exact := a.conds == nil || a.conds == bConst(true)
+		p.folds = append(p.folds, folded{from: from, to: p.peek().pos, exact: exact, lost: lost})
+	}
+	return a
 }
 
 func (p *parser) unary() arth {

@@ -16,18 +16,24 @@ import (
 // programs differ; the verdicts do not). The empty expression matches
 // every packet. Errors are *Error, with the column of the problem.
 func Compile(expr string) ([]bpf.Instruction, error) {
-	root, err := parse(expr)
+	insns, _, err := compileFolds(expr)
+	return insns, err
+}
+
+// compileFolds is Compile, with the folds that dropped operands.
+func compileFolds(expr string) ([]bpf.Instruction, []folded, error) {
+	root, folds, err := parse(expr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	insns, err := generate(root)
 	if err != nil {
-		return nil, &Error{Expr: expr, Msg: err.Error()}
+		return nil, nil, &Error{Expr: expr, Msg: err.Error()}
 	}
 	if len(insns) > bpfmatch.MaxInstructions {
-		return nil, &Error{Expr: expr, Msg: fmt.Sprintf("the program is %d instructions, more than the %d classic BPF allows", len(insns), bpfmatch.MaxInstructions), unsupported: true}
+		return nil, nil, &Error{Expr: expr, Msg: fmt.Sprintf("the program is %d instructions, more than the %d classic BPF allows", len(insns), bpfmatch.MaxInstructions), unsupported: true}
 	}
-	return insns, nil
+	return insns, folds, nil
 }
 
 // Match returns the match for expr: Compile, then bpfmatch. An expression
