@@ -350,8 +350,13 @@ func timeTrips(ctx context.Context, c config, bed *testbed.Bed, d packetio.Devic
 			} else {
 				descs = rx.Receive(64)
 			}
+			// The stamps' clock first, then the trip's: a receive
+			// path then ends no later than its trip does, also when
+			// the goroutine is preempted between the two reads (the
+			// other order let a race build's 2 ms pause land in the
+			// receive path and not in the trip).
+			now := clock.Now()
 			seen := time.Now()
-			now := clock.Now() // the stamps' clock, read as the program sees the reply
 			for i, desc := range descs {
 				f := rx.Region().Frame(desc)
 				in, ok := frame.Parse(f)
