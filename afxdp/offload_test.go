@@ -27,14 +27,7 @@ func TestTransmitChecksumOffload(t *testing.T) {
 		t.Fatal("TxChecksumOffload false")
 	}
 	tx := d.TxQueue(0).(packetio.OffloadTransmitter)
-	var conn *net.UDPConn
-	if err := p.B.Do(func() (err error) {
-		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 67, 0, 2), Port: 7777})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := listenUDP7777(t, p.B)
 	payload := []byte("finished by the device")
 	send := func(off packetio.Offload) {
 		descs := tx.Alloc(1)
@@ -80,6 +73,75 @@ func TestTransmitChecksumOffload(t *testing.T) {
 	if _, err := plain.TxQueue(0).(packetio.OffloadTransmitter).TransmitOffload(nil, nil); !errors.Is(err, packetio.ErrUnsupported) {
 		t.Errorf("without WithTxChecksumOffload: %v", err)
 	}
+}
+
+// TestTransmitChecksumOffloadChain: a 5,001-byte datagram sent as a chain
+// of frames (the first cut at an odd length) with a checksum request
+// reaches a kernel UDP socket whole. Linux's copy mode would finish the
+// requested checksum over the chain's first frame alone; TransmitOffload
+// finishes a chain's checksum itself (without it, this datagram is dropped
+// for its checksum).
+func TestTransmitChecksumOffloadChain(t *testing.T) {
+	testenv.NeedBPF(t)
+	p := netns.New(t, netns.WithAddrs(netip.MustParsePrefix("10.67.0.1/24"), netip.MustParsePrefix("10.67.0.2/24")), netns.WithMTU(9000))
+	d := openOn(t, p.A, afxdp.WithTransmitOnly(), afxdp.WithTxChecksumOffload(), afxdp.WithMultiBuffer())
+	tx := d.TxQueue(0).(packetio.OffloadTransmitter)
+	conn := listenUDP7777(t, p.B)
+	payload := bytes.Repeat([]byte("0123456789abcdefg"), 5001/17)
+	payload = append(payload, make([]byte, 5001-len(payload))...)
+	whole := make([]byte, 34+8+len(payload))
+	whole = whole[:partialUDP(whole, p.A.MAC, p.B.MAC, payload)]
+	descs := tx.Alloc(8)
+	var cuts []int
+	for at := 0; at < len(whole); {
+		i := len(cuts)
+		if i == len(descs) {
+			t.Fatalf("%d frames do not hold %d bytes", len(descs), len(whole))
+		}
+		f := tx.Region().Writable(descs[i])
+		n := min(len(whole)-at, len(f))
+		if i == 0 {
+			n = 1001 // an odd cut
+		}
+		copy(f, whole[at:at+n])
+		descs[i].Len = uint32(n)
+		descs[i].Options |= packetio.OptContinued
+		cuts = append(cuts, n)
+		at += n
+	}
+	tx.Free(descs[len(cuts):])
+	descs = descs[:len(cuts)]
+	descs[len(descs)-1].Options &^= packetio.OptContinued
+	offs := make([]packetio.Offload, len(descs))
+	offs[0] = packetio.Offload{Flags: packetio.OffloadNeedsCsum, CsumStart: 34, CsumOff: 6}
+	if n, err := tx.TransmitOffload(descs, offs); n != len(descs) || err != nil {
+		t.Fatalf("TransmitOffload of a %d-frame chain: %d, %v", len(descs), n, err)
+	}
+	for i := 0; i < 100 && tx.NumInFlight() > 0; i++ {
+		tx.Complete(8)
+		time.Sleep(time.Millisecond)
+	}
+	buf := make([]byte, 9000)
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	n, err := conn.Read(buf)
+	if err != nil || !bytes.Equal(buf[:n], payload) {
+		t.Fatalf("a %d-frame chain (%v bytes each) with a checksum request: %d bytes, %v; want the %d sent", len(cuts), cuts, n, err, len(payload))
+	}
+}
+
+// listenUDP7777 is a kernel UDP socket on 10.67.0.2:7777 in h's
+// namespace, closed when the test ends.
+func listenUDP7777(t *testing.T, h *netns.Host) *net.UDPConn {
+	t.Helper()
+	var conn *net.UDPConn
+	if err := h.Do(func() (err error) {
+		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 67, 0, 2), Port: 7777})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // partialUDP writes an IPv4/UDP frame 10.67.0.1:7776 -> 10.67.0.2:7777

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/internal/csum"
 )
 
 // TxQueue is a transmit queue: the transmit side of one AF_XDP socket. It
@@ -94,9 +96,55 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 		case int(o.CsumStart)+int(o.CsumOff)+2 > int(d.Len):
 			return 0, q.opErr("transmit", fmt.Errorf("%w: descriptor %d: checksum at %d+%d past its %d bytes", packetio.ErrBadLength, i, o.CsumStart, o.CsumOff, d.Len))
 		}
+		if d.Options&packetio.OptContinued != 0 {
+			// A chain: Linux's copy mode finishes a requested
+			// checksum in software before it attaches the chain's
+			// later frames, over the first frame alone, and sends a
+			// wrong one. The checksum of a chain is finished here,
+			// frame by frame, and no request goes to the kernel.
+			q.finishChainChecksum(descs[i:], o)
+			clear(meta)
+			continue
+		}
 		_ = xdp.TxMetadata{Flags: xdp.TxMetaChecksum, CsumStart: o.CsumStart, CsumOffset: o.CsumOff}.Put(meta)
 	}
 	return q.s.TransmitWithMetadata(descs), nil
+}
+
+// finishChainChecksum computes the checksum o asks for over the chain that
+// starts at chain[0] (the field holds the pseudo-header sum, as for the
+// kernel) and stores it, as the kernel's skb_checksum_help would. A chain
+// cut short by the end of the call is left alone: Transmit sends only
+// whole chains.
+func (q *TxQueue) finishChainChecksum(chain []packetio.Desc, o packetio.Offload) {
+	end := 0
+	for end < len(chain) && chain[end].Options&packetio.OptContinued != 0 {
+		end++
+	}
+	if end == len(chain) {
+		return
+	}
+	region := q.Region()
+	var s uint32
+	n := 0
+	for j, d := range chain[:end+1] {
+		b := region.Writable(d)
+		if len(b) < int(d.Len) {
+			return // not a frame of this queue: Transmit refuses it
+		}
+		b = b[:d.Len]
+		if j == 0 {
+			b = b[o.CsumStart:]
+		}
+		s = csum.SumAfter(b, s, n)
+		n += len(b)
+	}
+	sum := ^csum.Fold(s)
+	if sum == 0 {
+		sum = 0xffff // as the kernel stores a computed 0 (CSUM_MANGLED_0)
+	}
+	first := region.Writable(chain[0])
+	binary.BigEndian.PutUint16(first[int(o.CsumStart)+int(o.CsumOff):], sum)
 }
 
 // Err is nil while the queue is healthy. When the interface went away it

@@ -38,3 +38,17 @@ func Fold(s uint32) uint16 {
 // Checksum is the checksum of b with acc, a running sum from Sum (the
 // pseudo-header), already added: the value to store.
 func Checksum(b []byte, acc uint32) uint16 { return ^Fold(Sum(b, acc)) }
+
+// SumAfter adds b to acc as the bytes that follow n bytes already summed
+// into it: after an odd count, b's bytes fill the other half of each
+// 16-bit word. Summing a packet piece by piece (the frames of a chain) with
+// it gives what Sum gives for the packet in one piece.
+func SumAfter(b []byte, acc uint32, n int) uint32 {
+	if n&1 == 0 {
+		return Sum(b, acc)
+	}
+	s := Fold(Sum(b, 0))
+	s = s<<8 | s>>8
+	t := uint64(acc) + uint64(s)
+	return uint32(t&0xffffffff + t>>32)
+}

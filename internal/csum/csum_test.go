@@ -2,6 +2,7 @@ package csum
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -18,4 +19,42 @@ func TestChecksum(t *testing.T) {
 	if got := Checksum(big, 0); got != 0 {
 		t.Fatalf("all ones: %#x", got)
 	}
+}
+
+// TestSumAfter: a buffer summed in pieces cut anywhere (odd lengths, empty
+// pieces, all-ones bytes that carry) gives the checksum of the whole.
+func TestSumAfter(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		b := make([]byte, r.IntN(200))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+			if i%3 == 0 {
+				b[j] = 0xff
+			}
+		}
+		acc := uint32(r.Uint32() >> 8) // a pseudo-header's running sum
+		want := Checksum(b, acc)
+		s, n := acc, 0
+		for n < len(b) {
+			k := min(len(b)-n, r.IntN(9))
+			s = SumAfter(b[n:n+k], s, n)
+			n += k
+		}
+		if got := ^Fold(s); got != want {
+			t.Fatalf("%d bytes from %#x in pieces: %#x, whole %#x", len(b), acc, got, want)
+		}
+	}
+}
+
+// FuzzSumAfter: any cut of any buffer.
+func FuzzSumAfter(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5}, uint8(1), uint32(7))
+	f.Fuzz(func(t *testing.T, b []byte, cut uint8, acc uint32) {
+		k := int(cut) % (len(b) + 1)
+		acc >>= 1
+		if got, want := ^Fold(SumAfter(b[k:], SumAfter(b[:k], acc, 0), k)), Checksum(b, acc); got != want {
+			t.Fatalf("cut at %d of %d: %#x, whole %#x", k, len(b), got, want)
+		}
+	})
 }
