@@ -29,8 +29,10 @@ type Config struct {
 	MAC net.HardwareAddr
 	// MTU is the largest IP packet the stack sends. Zero means
 	// min(1500, the device's MaxFrameSize less the Ethernet header). It is
-	// refused above what one frame carries, below 68 for IPv4 and below
-	// 1280 when the stack has an IPv6 address.
+	// refused above what one frame carries (on a device with MultiBuffer,
+	// above what the link carries: MaxTxLen; a longer packet then leaves as
+	// a chain of frames), below 68 for IPv4 and below 1280 when the stack
+	// has an IPv6 address.
 	MTU int
 	// Gateway is the router for destinations off Addr's prefix; it must lie
 	// on that prefix. Without it only the prefix is reachable.
@@ -210,7 +212,7 @@ func (c Config) resolve(caps packetio.Capabilities) (resolved, error) {
 	if c.VLAN != 0 {
 		r.hdrLen = 18
 	}
-	maxMTU := caps.MaxFrameSize - r.hdrLen
+	maxMTU := maxPacketLen(caps) - r.hdrLen
 	r.mtu = c.MTU
 	if r.mtu == 0 {
 		r.mtu = min(DefaultMTU, maxMTU)
@@ -220,7 +222,10 @@ func (c Config) resolve(caps packetio.Capabilities) (resolved, error) {
 	case r.mtu < 0:
 		return r, bad("MTU %d is negative", c.MTU)
 	case r.mtu > maxMTU:
-		return r, bad("MTU %d does not fit a %d-byte frame with a %d-byte link header (at most %d)", r.mtu, caps.MaxFrameSize, r.hdrLen, maxMTU)
+		if maxMTU > caps.MaxFrameSize-r.hdrLen {
+			return r, bad("MTU %d is above what the link carries (%d bytes with a %d-byte link header: at most %d)", r.mtu, maxPacketLen(caps), r.hdrLen, maxMTU)
+		}
+		return r, bad("MTU %d does not fit a %d-byte frame with a %d-byte link header (at most %d; a device with multi-buffer takes more)", r.mtu, caps.MaxFrameSize, r.hdrLen, maxMTU)
 	case r.mtu > 65535:
 		return r, bad("MTU %d is above 65535", r.mtu)
 	case r.mtu < 68:

@@ -173,15 +173,7 @@ func TestTransmitAllocationsChecksumOffload(t *testing.T) {
 	defer pkt.DecRef()
 	e.AddHeader(pkt)
 	q := e.tx[0]
-	allocs := testing.AllocsPerRun(100, func() {
-		q.mu.Lock()
-		if err := q.write(pkt); err != nil {
-			t.Fatal(err)
-		}
-		q.mu.Unlock()
-		rx.Recycle(rx.Receive(64))
-		rx.Fill(rx.NumFreeFillSlots())
-	})
+	allocs := writeAllocs(t, q, rx, pkt)
 	if allocs > 0 && !raceEnabled {
 		t.Errorf("%.1f allocations per 21-segment packet", allocs)
 	}

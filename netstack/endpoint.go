@@ -26,6 +26,11 @@ type endpoint struct {
 	// segOffload is true when every transmit queue takes a 64 KiB TCP
 	// packet as one frame and the device cuts the segments.
 	segOffload bool
+	// chunk is how many bytes of a packet one frame carries (even, for
+	// checksums summed frame by frame); a longer packet leaves as a chain
+	// of frames (OptContinued), where the device has MultiBuffer and the
+	// MTU is above a frame.
+	chunk int
 
 	tx []*txQueue
 	rx []*rxLoop
@@ -63,6 +68,7 @@ func newEndpoint(dev packetio.Device, cfg *resolved, fail func(error)) *endpoint
 		fail: fail,
 	}
 	e.mtu.Store(uint32(cfg.mtu))
+	e.chunk = e.caps.MaxFrameSize &^ 1
 	for i := 0; i < dev.NumTxQueues(); i++ {
 		e.tx = append(e.tx, newTxQueue(e, i, dev.TxQueue(i)))
 	}
@@ -96,7 +102,7 @@ func (e *endpoint) chooseGSO() (stack.SupportedGSO, uint32) {
 	// The smallest MSS the stack uses is the IPv6 one: MTU less 60 bytes
 	// of IPv6 and TCP headers, less up to 40 of TCP options.
 	mss := e.cfg.mtu - 100
-	size := min(1<<16, budget*mss)
+	size := min(1<<16, budget/e.framesFor(e.cfg.hdrLen+e.cfg.mtu)*mss)
 	if budget < 2 || size <= e.cfg.mtu {
 		return stack.GSONotSupported, 0
 	}
@@ -139,9 +145,29 @@ func (e *endpoint) allOffload() bool {
 // MTU implements stack.LinkEndpoint.
 func (e *endpoint) MTU() uint32 { return e.mtu.Load() }
 
-// SetMTU implements stack.LinkEndpoint. It clamps to what a frame carries.
+// SetMTU implements stack.LinkEndpoint. It clamps to what a frame carries,
+// or a chain of frames on a multi-buffer device.
 func (e *endpoint) SetMTU(mtu uint32) {
-	e.mtu.Store(min(mtu, uint32(e.caps.MaxFrameSize-e.cfg.hdrLen)))
+	e.mtu.Store(min(mtu, uint32(maxPacketLen(e.caps)-e.cfg.hdrLen)))
+}
+
+// maxPacketLen is the longest packet, link header included, the stack may
+// send on a device: a frame's worth, or on a multi-buffer device what the
+// link carries (a chain of frames).
+func maxPacketLen(caps packetio.Capabilities) int {
+	if caps.MultiBuffer && caps.MaxTxLen > caps.MaxFrameSize {
+		return caps.MaxTxLen
+	}
+	return caps.MaxFrameSize
+}
+
+// framesFor is how many frames a packet of n bytes, link header included,
+// takes.
+func (e *endpoint) framesFor(n int) int {
+	if n <= e.caps.MaxFrameSize {
+		return 1
+	}
+	return (n + e.chunk - 1) / e.chunk
 }
 
 // MaxHeaderLength implements stack.LinkEndpoint.

@@ -51,7 +51,11 @@ type Stats struct {
 	TxDropped uint64
 	// TxPartial counts segmented packets the device took only part of.
 	TxPartial uint64
-	// TxTooBig counts packets larger than a frame.
+	// TxChained counts packets sent spread over several frames (an MTU
+	// above a frame, on a device with MultiBuffer).
+	TxChained uint64
+	// TxTooBig counts packets larger than a frame (or a chain) takes,
+	// which are dropped.
 	TxTooBig uint64
 	// UnknownMAC counts packets sent to the broadcast address because no
 	// link address was resolved for them.
@@ -74,7 +78,7 @@ type counters struct {
 
 	txPackets, txFrames, txBytes, gsoPackets, gsoFrames atomic.Uint64
 	offloadPackets, txWaits, txDropped, txPartial       atomic.Uint64
-	offloadChecksums, txTooBig, unknownMAC              atomic.Uint64
+	offloadChecksums, txTooBig, unknownMAC, txChained   atomic.Uint64
 }
 
 func (c *counters) load() Stats {
@@ -101,6 +105,7 @@ func (c *counters) load() Stats {
 		TxWaits:          c.txWaits.Load(),
 		TxDropped:        c.txDropped.Load(),
 		TxPartial:        c.txPartial.Load(),
+		TxChained:        c.txChained.Load(),
 		TxTooBig:         c.txTooBig.Load(),
 		UnknownMAC:       c.unknownMAC.Load(),
 	}

@@ -91,7 +91,9 @@ func (e *endpoint) pick(pkt *stack.PacketBuffer) int {
 }
 
 // write sends one packet: a single frame, a super-frame with offload
-// metadata, or MSS-sized segments cut here. Called with q.mu held.
+// metadata, or MSS-sized segments cut here; on a multi-buffer device with
+// an MTU above a frame, a packet or segment longer than a frame leaves as
+// a chain of frames. Called with q.mu held.
 func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 	e := q.e
 	st := &e.stats
@@ -102,24 +104,32 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 	isTCPGSO := (gso.Type == stack.GSOTCPv4 || gso.Type == stack.GSOTCPv6) && gso.NeedsCsum
 	dataLen := pkt.Data().Size()
 	size := pkt.Size()
-	segs := 1
+	segs, frames, chains := 1, 1, 0 // packets on the wire, frames they take, packets taking more than one
 	if isTCPGSO && !e.segOffload && gso.MSS > 0 && dataLen > int(gso.MSS) {
-		segs = (dataLen + int(gso.MSS) - 1) / int(gso.MSS)
+		mss := int(gso.MSS)
+		segs = (dataLen + mss - 1) / mss
+		hl := size - dataLen
+		full, last := e.framesFor(hl+mss), e.framesFor(hl+dataLen-(segs-1)*mss)
+		frames = (segs-1)*full + last
+		chains = (segs-1)*min(full-1, 1) + min(last-1, 1)
 	} else if size > e.caps.MaxFrameSize {
-		st.txTooBig.Add(1)
-		return &tcpip.ErrMessageTooLong{}
+		if size > maxPacketLen(e.caps) {
+			st.txTooBig.Add(1)
+			return &tcpip.ErrMessageTooLong{}
+		}
+		frames, chains = e.framesFor(size), 1
 	}
-	if !q.room(segs) {
-		st.txDropped.Add(uint64(segs))
+	if !q.room(frames) {
+		st.txDropped.Add(uint64(frames))
 		if err := q.q.Err(); err != nil {
 			return &tcpip.ErrClosedForSend{}
 		}
 		return &tcpip.ErrNoBufferSpace{}
 	}
-	descs := q.q.Alloc(segs)
-	if len(descs) < segs {
+	descs := q.q.Alloc(frames)
+	if len(descs) < frames {
 		q.q.Free(descs)
-		st.txDropped.Add(uint64(segs))
+		st.txDropped.Add(uint64(frames))
 		return &tcpip.ErrNoBufferSpace{}
 	}
 	region := q.q.Region()
@@ -130,16 +140,19 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 	case segs > 1:
 		// Cut here; a device that finishes checksums gets each
 		// segment's pseudo-header sum and a checksum request.
-		csum := q.off != nil
-		bytes = q.segment(pkt, descs, region, csum)
-		if csum {
-			offs = q.offloads(segs)
-			for i := range offs {
-				offs[i] = packetio.Offload{Flags: packetio.OffloadNeedsCsum, CsumStart: uint16(l4), CsumOff: uint16(gso.CsumOffset)}
-			}
+		if q.off != nil {
+			offs = q.offloads(frames)
+			clear(offs)
 		}
+		bytes = q.segment(pkt, descs, region, offs, packetio.Offload{Flags: packetio.OffloadNeedsCsum, CsumStart: uint16(l4), CsumOff: uint16(gso.CsumOffset)})
 		st.gsoPackets.Add(1)
 		st.gsoFrames.Add(uint64(segs))
+	case frames > 1:
+		if q.off != nil {
+			offs = q.offloads(frames)
+			clear(offs)
+		}
+		bytes = q.chain(pkt, descs, region, offs, l4, isTCPGSO)
 	default:
 		frame := region.Writable(descs[0])
 		n := copyPacket(frame, pkt)
@@ -181,10 +194,10 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 	} else {
 		accepted = q.q.Transmit(descs)
 	}
-	if accepted < segs {
+	if accepted < frames {
 		q.q.Free(descs[accepted:])
 		if accepted == 0 {
-			st.txDropped.Add(uint64(segs))
+			st.txDropped.Add(uint64(frames))
 			if err := q.q.Err(); err != nil {
 				e.fail(fmt.Errorf("netstack: transmit queue %d: %w", q.idx, err))
 				return &tcpip.ErrClosedForSend{}
@@ -194,8 +207,9 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 		// Part of a segmented packet left: the packet counts as sent and
 		// TCP retransmits the tail it does not see acknowledged.
 		st.txPartial.Add(1)
-		st.txDropped.Add(uint64(segs - accepted))
+		st.txDropped.Add(uint64(frames - accepted))
 	}
+	st.txChained.Add(uint64(chains))
 	st.txPackets.Add(1)
 	st.txFrames.Add(uint64(accepted))
 	st.txBytes.Add(bytes)
@@ -250,14 +264,17 @@ func offloadFor(gso stack.GSO, l4, hdrLen, dataLen int, segment bool) packetio.O
 	return o
 }
 
-// segment cuts a TCP packet bigger than its MSS into one frame per segment,
-// straight into descs, and returns the bytes built. Each segment gets its
-// own IP length (and IPv4 ID and header checksum), sequence number and TCP
+// segment cuts a TCP packet bigger than its MSS into segments, straight
+// into descs (a frame each, or a chain of frames for a segment longer than
+// a frame), and returns the bytes built. Each segment gets its own IP
+// length (and IPv4 ID and header checksum), sequence number and TCP
 // checksum; FIN and PSH stay on the last segment only, CWR on the first.
-// With partial set the TCP checksum field gets only the pseudo-header sum,
-// for the device to finish (CHECKSUM_PARTIAL).
-func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region, partial bool) uint64 {
-	lh := q.e.cfg.hdrLen
+// With offs (one per descriptor, zeroed) the TCP checksum field gets only
+// the pseudo-header sum and the first descriptor of each segment req, for
+// the device to finish (CHECKSUM_PARTIAL).
+func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region, offs []packetio.Offload, req packetio.Offload) uint64 {
+	e := q.e
+	lh := e.cfg.hdrLen
 	nh := len(pkt.NetworkHeader().Slice())
 	th := len(pkt.TransportHeader().Slice())
 	hl := lh + nh + th
@@ -272,22 +289,21 @@ func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region
 	seq := tcp.SequenceNumber()
 	flags := tcp.Flags()
 	var id uint16
-	var addrSum uint16
-	if v6 {
-		addrSum = checksum.Checksum(ip[8:40], 0)
-	} else {
+	if !v6 {
 		id = binary.BigEndian.Uint16(ip[4:])
-		addrSum = checksum.Checksum(ip[12:20], 0)
 	}
+	addrSum := ipAddrSum(ip, v6)
 
 	left := pkt.Data().Size()
 	var bytes uint64
-	for i := range descs {
+	for i, d := 0, 0; left > 0; i++ {
 		chunk := min(mss, left)
 		left -= chunk
-		frame := region.Writable(descs[i])
+		n := hl + chunk
+		chain := descs[d : d+e.framesFor(n)]
+		frame := region.Writable(chain[0])
 		copy(frame, hdr)
-		c.read(frame[hl : hl+chunk])
+		e.spread(&c, chain, region, hl, n)
 		fip := frame[lh : lh+nh]
 		if v6 {
 			binary.BigEndian.PutUint16(fip[4:], uint16(th+chunk))
@@ -297,7 +313,7 @@ func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region
 			fip[10], fip[11] = 0, 0
 			binary.BigEndian.PutUint16(fip[10:], ^checksum.Checksum(fip, 0))
 		}
-		ft := header.TCP(frame[lh+nh : hl+chunk])
+		ft := header.TCP(frame[lh+nh : hl])
 		ft.SetSequenceNumber(seq + uint32(i*mss))
 		f := flags
 		if left > 0 {
@@ -308,35 +324,94 @@ func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region
 		}
 		ft.SetFlags(uint8(f))
 		sum := pseudoSum(addrSum, uint8(header.TCPProtocolNumber), th+chunk)
-		if partial {
+		if offs != nil {
 			ft.SetChecksum(sum)
+			offs[d] = req
 		} else {
 			ft.SetChecksum(0)
-			ft.SetChecksum(^checksum.Checksum(ft, sum))
+			ft.SetChecksum(^chainSum(chain, region, lh+nh, sum))
 		}
-		n := hl + chunk
 		if n < minFrame {
 			clear(frame[n:minFrame])
 			n = minFrame
+			chain[0].Len = uint32(n)
 		}
-		descs[i].Len = uint32(n)
 		bytes += uint64(n)
+		d += len(chain)
 	}
 	return bytes
+}
+
+// chain sends one packet longer than a frame as a chain of frames: the
+// TCP checksum left to the device (offs, zeroed, one per descriptor) or
+// finished here, as for one frame. It returns the bytes built.
+func (q *txQueue) chain(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region, offs []packetio.Offload, l4 int, tcpGSO bool) uint64 {
+	e := q.e
+	c := newCursor(pkt)
+	n := pkt.Size()
+	e.spread(&c, descs, region, 0, n)
+	if tcpGSO {
+		if offs != nil {
+			offs[0] = offloadFor(pkt.GSOOptions, l4, pkt.HeaderSize(), pkt.Data().Size(), e.segOffload)
+		} else {
+			first := region.Writable(descs[0])
+			v6 := pkt.GSOOptions.Type == stack.GSOTCPv6
+			t := header.TCP(first[l4:])
+			t.SetChecksum(0)
+			sum := pseudoSum(ipAddrSum(first[e.cfg.hdrLen:l4], v6), uint8(header.TCPProtocolNumber), n-l4)
+			t.SetChecksum(^chainSum(descs, region, l4, sum))
+		}
+	}
+	return uint64(n)
+}
+
+// spread reads bytes start to n of a packet from c into chain, e.chunk
+// bytes a frame (the last takes the rest), and sets each descriptor's Len
+// and OptContinued on all but the last. Bytes before start are the
+// caller's, already in the first frame.
+func (e *endpoint) spread(c *cursor, chain []packetio.Desc, region packetio.Region, start, n int) {
+	for j := range chain {
+		lo, hi := j*e.chunk, n
+		chain[j].Options &^= packetio.OptContinued
+		if j < len(chain)-1 {
+			hi = lo + e.chunk
+			chain[j].Options |= packetio.OptContinued
+		}
+		f := region.Writable(chain[j])
+		c.read(f[max(lo, start)-lo : hi-lo])
+		chain[j].Len = uint32(hi - lo)
+	}
+}
+
+// chainSum adds to sum the bytes of chain from offset from in its first
+// frame to its end. Every frame but the last carries an even count
+// (e.chunk, and from is even), so the frames' sums add up.
+func chainSum(chain []packetio.Desc, region packetio.Region, from int, sum uint16) uint16 {
+	for j, d := range chain {
+		f := region.Writable(d)[:d.Len]
+		if j == 0 {
+			f = f[from:]
+		}
+		sum = checksum.Checksum(f, sum)
+	}
+	return sum
+}
+
+// ipAddrSum is the checksum of an IP header's addresses, for the TCP
+// pseudo-header.
+func ipAddrSum(ip []byte, v6 bool) uint16 {
+	if v6 {
+		return checksum.Checksum(ip[8:40], 0)
+	}
+	return checksum.Checksum(ip[12:20], 0)
 }
 
 // finishTCPChecksum computes the TCP checksum of a whole IP packet in
 // place; l4 is the offset of the TCP header.
 func finishTCPChecksum(p []byte, l4 int, v6 bool) {
-	var addrSum uint16
-	if v6 {
-		addrSum = checksum.Checksum(p[8:40], 0)
-	} else {
-		addrSum = checksum.Checksum(p[12:20], 0)
-	}
 	t := header.TCP(p[l4:])
 	t.SetChecksum(0)
-	t.SetChecksum(^checksum.Checksum(t, pseudoSum(addrSum, uint8(header.TCPProtocolNumber), len(t))))
+	t.SetChecksum(^checksum.Checksum(t, pseudoSum(ipAddrSum(p, v6), uint8(header.TCPProtocolNumber), len(t))))
 }
 
 // copyPacket copies the whole packet, link header first, into frame and

@@ -109,6 +109,25 @@ func init() {
 			csumOffload: true,
 		},
 		vethMode{
+			// MTU 9000 over 4 KiB frames: every full-sized packet
+			// is a chain of three frames, both ways.
+			name:        "afxdp-native-jumbo-csum",
+			need:        need,
+			peerTxOff:   true,
+			open:        afxdpOpen("native", afxdp.WithTxChecksumOffload(), afxdp.WithMultiBuffer(), afxdp.WithFrameSize(4096)),
+			csumOffload: true,
+			mtu:         9000,
+		},
+		vethMode{
+			// The same with the checksums summed here, frame by
+			// frame of each chain.
+			name:      "afxdp-native-jumbo",
+			need:      need,
+			peerTxOff: true,
+			open:      afxdpOpen("native", afxdp.WithMultiBuffer(), afxdp.WithFrameSize(4096)),
+			mtu:       9000,
+		},
+		vethMode{
 			name:        "afxdp-generic-csum",
 			need:        need,
 			peerTxOff:   true,

@@ -75,6 +75,9 @@ type vethMode struct {
 	// csumOffload is true when the device finishes the stack's TCP
 	// checksums without segmenting (checksum-only offload).
 	csumOffload bool
+	// mtu, when set, is the MTU of both veth ends and of the stack; above
+	// a frame, packets travel as chains of frames both ways.
+	mtu int
 }
 
 var vethModes = []vethMode{
@@ -133,7 +136,11 @@ func vethPair(t *testing.T, m vethMode) *netns.Pair {
 		m.warmup(t)
 	}
 	checkGoroutines(t)
-	pair := netns.New(t, netns.WithAddrs(vethKernelA, vethKernelB), netns.WithIPv6(), netns.WithQueues(max(m.queues, 1)))
+	opts := []netns.Option{netns.WithAddrs(vethKernelA, vethKernelB), netns.WithIPv6(), netns.WithQueues(max(m.queues, 1))}
+	if m.mtu != 0 {
+		opts = append(opts, netns.WithMTU(m.mtu))
+	}
+	pair := netns.New(t, opts...)
 	if err := pair.B.Do(func() error { return addNoDAD(pair.B.Link, vethKernelB6) }); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +167,7 @@ func vethStartStack(t *testing.T, m vethMode, pair *netns.Pair, need afxdpsteer.
 		t.Fatalf("open %s on %s: %v", m.name, pair.A.Link, err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	return newStack(t, dev, Config{Addr: vethStack, Addr6: vethStack6, MAC: pair.A.MAC})
+	return newStack(t, dev, Config{Addr: vethStack, Addr6: vethStack6, MAC: pair.A.MAC, MTU: m.mtu})
 }
 
 // addNoDAD gives link an IPv6 address that is usable at once (no duplicate
@@ -335,6 +342,9 @@ func vethKernelClient(t *testing.T, m vethMode, f family) {
 	}
 	if !m.csumOffload && !m.offload && st.OffloadChecksums != 0 {
 		t.Errorf("checksum requests sent to a device without checksum offload: %+v", st)
+	}
+	if m.mtu > 1500 && (st.TxChained == 0 || st.RxChained == 0) {
+		t.Errorf("MTU %d: packets sent as chains %d, received as chains %d; want both", m.mtu, st.TxChained, st.RxChained)
 	}
 	t.Logf("stack %+v", st)
 }

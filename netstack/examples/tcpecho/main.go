@@ -78,7 +78,7 @@ import (
 type options struct {
 	backend, iface, ip, mac, client, mode, gw string
 	neighbors                                 string
-	port, runs, size, conns, many             int
+	port, runs, size, conns, many, mtu        int
 	bytes                                     int64
 	stats, rr, rxSpin                         time.Duration
 	noGSO, noGRO, force, lowLatency           bool
@@ -162,6 +162,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "self-test: runs of each measurement")
 	flag.BoolVar(&o.noGSO, "no-gso", false, "afpacket: open without PACKET_VNET_HDR; the stack cuts its own segments")
 	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
+	flag.IntVar(&o.mtu, "mtu", 0, "self-test: the veth pair's MTU and the stack's (0: 1500); above a frame, afxdp opens with multi-buffer and sends chains of frames")
 	flag.BoolVar(&o.rack, "rack", false, "use gVisor's RACK-TLP loss detection (netstack.Config.RACK)")
 	flag.BoolVar(&o.noGRO, "no-gro", false, "do not merge received TCP segments before the stack")
 	flag.BoolVar(&o.lowLatency, "low-latency", true, "afpacket: TPACKET_V2 rings woken per packet (WithLowLatency); -low-latency=false: TPACKET_V3 blocks handed over when full or 1 ms after their first packet")
@@ -227,6 +228,11 @@ func open(o options, backend, iface string, need afxdpsteer.Traffic) (packetio.D
 		}
 		if o.generic {
 			opts = append(opts, afxdp.WithXDP(xdp.WithGenericMode()))
+		}
+		if o.mtu > 1500 {
+			// Jumbo packets as chains of page-sized frames: three
+			// frames for 9,000 bytes.
+			opts = append(opts, afxdp.WithMultiBuffer(), afxdp.WithFrameSize(4096))
 		}
 		return afxdp.Open(iface, opts...)
 	}
@@ -576,7 +582,11 @@ func selfTest(o options) error {
 			return fmt.Errorf("-backend %s has no self-test: %s; give -i", b, why)
 		}
 	}
-	pair, err := netns.Create(netns.WithAddrs(netip.MustParsePrefix("10.9.0.1/24"), netip.MustParsePrefix("10.9.0.2/24")))
+	popts := []netns.Option{netns.WithAddrs(netip.MustParsePrefix("10.9.0.1/24"), netip.MustParsePrefix("10.9.0.2/24"))}
+	if o.mtu != 0 {
+		popts = append(popts, netns.WithMTU(o.mtu))
+	}
+	pair, err := netns.Create(popts...)
 	if err != nil {
 		return err
 	}
@@ -677,7 +687,7 @@ func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Pre
 	if first {
 		fmt.Println(deviceLine(dev))
 	}
-	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin})
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin, MTU: o.mtu})
 	if err != nil {
 		return result{}, err
 	}
