@@ -32,15 +32,14 @@ type parser struct {
 }
 
 // A folded is an arithmetic expression, expr[from:to], that a fold of
-// binary makes 0 without computing lost, the operand it drops (as
-// libpcap's optimiser does). exact says the 0 carries no protocol
-// condition either, so that libpcap reads the text "0" in its place the
-// same way. The parser keeps them for the libpcap comparison, which checks
-// these folds against libpcap's unoptimised program of the folded text.
+// binary makes 0 without computing the operand it drops (as libpcap's
+// optimiser does). exact says the 0 carries no protocol condition either,
+// so that libpcap reads the text "0" in its place the same way. The parser
+// keeps them for the libpcap comparison, which checks these folds against
+// libpcap's unoptimised program of the folded text.
 type folded struct {
 	from, to int
 	exact    bool
-	lost     arith
 }
 
 // maxDepth bounds nesting (parentheses, unary minus; a run of "not" is one
@@ -872,7 +871,7 @@ func (p *parser) binary(op token, l, r arth, from int) arth {
 	a := arth{v: v, conds: l.conds}
 	if lost != nil {
 		exact := a.conds == nil || a.conds == bConst(true)
-		p.folds = append(p.folds, folded{from: from, to: p.peek().pos, exact: exact, lost: lost})
+		p.folds = append(p.folds, folded{from: from, to: p.peek().pos, exact: exact})
 	}
 	return a
 }
