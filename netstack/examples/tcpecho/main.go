@@ -553,10 +553,10 @@ func roundTrips(c net.Conn, size int, d time.Duration) (float64, error) {
 
 func printStats(s *netstack.Stack) {
 	st := s.Stats()
-	fmt.Printf("stats: rx %d pkts (%d super-frames), tx %d pkts in %d frames, gso %d->%d, offload %d, device checksums %d, "+
+	fmt.Printf("stats: rx %d pkts (%d super-frames, %d chains), tx %d pkts in %d frames (%d chains), gso %d->%d, offload %d, device checksums %d, "+
 		"drops: bad-csum %d frag %d vlan %d not-ip %d other-host %d tx %d (waits %d, partial %d); "+
 		"tcp retransmits %d, resets sent %d\n",
-		st.RxPackets, st.RxSuperFrames, st.TxPackets, st.TxFrames, st.GSOPackets, st.GSOFrames, st.OffloadPackets, st.OffloadChecksums,
+		st.RxPackets, st.RxSuperFrames, st.RxChained, st.TxPackets, st.TxFrames, st.TxChained, st.GSOPackets, st.GSOFrames, st.OffloadPackets, st.OffloadChecksums,
 		st.RxBadChecksum, st.RxFragments, st.RxWrongVLAN, st.RxNotIP, st.RxOtherHost, st.TxDropped, st.TxWaits, st.TxPartial,
 		st.TCPRetransmits, st.TCPResetsSent)
 }
