@@ -61,6 +61,7 @@ type options struct {
 	deadline time.Duration
 	configs  string
 	port     int
+	mtu      int
 }
 
 // config is one configuration of -configs.
@@ -90,6 +91,7 @@ func main() {
 	flag.DurationVar(&o.deadline, "deadline", 30*time.Second, "an echo not finished this long after it started is a stall")
 	flag.StringVar(&o.configs, "configs", defaultConfigs, "comma-separated configurations: afxdp, afxdp-generic or afpacket, each optionally +rack")
 	flag.IntVar(&o.port, "port", 8080, "port the stack echoes on")
+	flag.IntVar(&o.mtu, "mtu", 0, "the veth pair's MTU and the stack's (0: 1500); above a frame, afxdp opens with multi-buffer and sends chains of frames")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: soak [flags]\n\nConsecutive TCP echoes through netstack on a veth pair; exit status 1 on any stall.\n\n")
 		flag.PrintDefaults()
@@ -173,7 +175,11 @@ func run(o options, w io.Writer, verbose bool) ([]summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, err := netns.Create(netns.WithAddrs(netip.MustParsePrefix("10.9.0.1/24"), netip.MustParsePrefix("10.9.0.2/24")))
+	popts := []netns.Option{netns.WithAddrs(netip.MustParsePrefix("10.9.0.1/24"), netip.MustParsePrefix("10.9.0.2/24"))}
+	if o.mtu != 0 {
+		popts = append(popts, netns.WithMTU(o.mtu))
+	}
+	pair, err := netns.Create(popts...)
 	if err != nil {
 		return nil, err
 	}
@@ -225,8 +231,9 @@ func run(o options, w io.Writer, verbose bool) ([]summary, error) {
 	return sums, nil
 }
 
-// open opens c's backend on A, steering the stack's port on addr to it.
-func open(c config, pair *netns.Pair, addr netip.Addr, port int) (packetio.Device, error) {
+// open opens c's backend on A, steering the stack's port on addr to it;
+// above an MTU of 1500, afxdp takes chains of 4 KiB frames.
+func open(c config, pair *netns.Pair, addr netip.Addr, port, mtu int) (packetio.Device, error) {
 	var dev packetio.Device
 	err := pair.A.Do(func() error {
 		var err error
@@ -242,6 +249,9 @@ func open(c config, pair *netns.Pair, addr netip.Addr, port int) (packetio.Devic
 		if c.generic {
 			opts = append(opts, afxdp.WithXDP(xdp.WithGenericMode()))
 		}
+		if mtu > 1500 {
+			opts = append(opts, afxdp.WithMultiBuffer(), afxdp.WithFrameSize(4096))
+		}
 		dev, err = afxdp.Open(pair.A.Link, opts...)
 		return err
 	})
@@ -251,12 +261,12 @@ func open(c config, pair *netns.Pair, addr netip.Addr, port int) (packetio.Devic
 // soakConfig runs o.n echoes through one stack in configuration c.
 func soakConfig(o options, c config, pair *netns.Pair, addr netip.Prefix, w io.Writer, verbose bool) (summary, error) {
 	sum := summary{config: c}
-	dev, err := open(c, pair, addr.Addr(), o.port)
+	dev, err := open(c, pair, addr.Addr(), o.port, o.mtu)
 	if err != nil {
 		return sum, err
 	}
 	defer dev.Close()
-	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, RACK: c.rack})
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, RACK: c.rack, MTU: o.mtu})
 	if err != nil {
 		return sum, err
 	}
