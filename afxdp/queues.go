@@ -97,11 +97,12 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 			return 0, q.opErr("transmit", fmt.Errorf("%w: descriptor %d: checksum at %d+%d past its %d bytes", packetio.ErrBadLength, i, o.CsumStart, o.CsumOff, d.Len))
 		}
 		if d.Options&packetio.OptContinued != 0 {
-			// A chain: Linux's copy mode finishes a requested
-			// checksum in software before it attaches the chain's
-			// later frames, over the first frame alone, and sends a
-			// wrong one. The checksum of a chain is finished here,
-			// frame by frame, and no request goes to the kernel.
+			// A chain: Linux's copy mode (XDP_UMEM_TX_SW_CSUM)
+			// sends a chain's requested checksum wrong, as if summed
+			// over the first frame alone (6.18 here;
+			// TestTransmitChecksumOffloadChain). The checksum of a
+			// chain is finished here, frame by frame, and no request
+			// goes to the kernel.
 			q.finishChainChecksum(descs[i:], o)
 			clear(meta)
 			continue
