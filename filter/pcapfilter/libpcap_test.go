@@ -651,21 +651,7 @@ func TestLibpcapUnsetScratch(t *testing.T) {
 	if !ok {
 		t.Errorf("libpcap's program stores every slot it reads: the bug is gone, drop the carve-out")
 	}
-	matches := func(p []bpf.Instruction, err error) bool {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := bpfmatchtest.NewOracle(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := o.Match(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	matches := matcher(t, frame)
 	ours, err := Compile(expr)
 	if at, ok := readsUnsetX(ours); err == nil && ok {
 		t.Errorf("our program reads a slot unset at %d:%s", at, listing(ours))
@@ -689,20 +675,7 @@ func TestLibpcapUnsetScratch(t *testing.T) {
 func TestLibpcapOptimiserBug(t *testing.T) {
 	const expr = "(ip src net 10.0.0.0 mask 255.255.0.0 or less 70 && ip[23:1] == ip[40] && greater 1500) && tcp[tcpflags] & tcp-rst = 0"
 	frame, _ := hex.DecodeString("02000000000202000000000108004f000050000700004006908b0a000001c00002010101010101010101010101010101010101010101010101010101010101010101010101010101010103e80016000000010000000250020400dbdf0000")
-	run := func(p []bpf.Instruction, err error) bool {
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := bpfmatchtest.NewOracle(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ok, err := o.Match(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
+	run := matcher(t, frame)
 	opt, unopt, ours := run(libpcap(expr)), run(libpcapUnoptimised(expr)), run(Compile(expr))
 	t.Logf("libpcap optimised %v, unoptimised %v, ours %v", opt, unopt, ours)
 	if ours || unopt {
