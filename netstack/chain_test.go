@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -136,12 +136,7 @@ func TestChainedTransmit(t *testing.T) {
 			}
 			pkt := gsoPacket(t, data, m, header.TCPFlagAck|header.TCPFlagPsh, tc.v6)
 			defer pkt.DecRef()
-			e.AddHeader(pkt)
-			var list stack.PacketBufferList
-			list.PushBack(pkt)
-			if n, err := e.WritePackets(list); n != 1 || err != nil {
-				t.Fatalf("WritePackets: %d, %v", n, err)
-			}
+			writeOne(t, e, pkt)
 			if q.err != nil {
 				t.Fatal(q.err)
 			}
@@ -160,7 +155,11 @@ func TestChainedTransmit(t *testing.T) {
 					}
 				}
 				frames += len(q.frames[i])
-				got = append(got, checkSegment(t, i, p, q.offs[i], tc.v6, tc.csum, uint32(1000+i*int(m)), i == tc.segs-1)...)
+				fl := header.TCPFlags(header.TCPFlagAck)
+				if i == tc.segs-1 {
+					fl |= header.TCPFlagPsh
+				}
+				got = append(got, checkSegment(t, i, p, q.offs[i], tc.v6, tc.csum, uint32(1000+i*int(m)), fl)...)
 			}
 			if !bytes.Equal(got, data) {
 				t.Error("the packets do not add up to the data")
@@ -183,47 +182,6 @@ func TestChainedTransmit(t *testing.T) {
 			}
 		})
 	}
-}
-
-// checkSegment checks one reassembled segment and returns its payload.
-func checkSegment(t *testing.T, i int, p []byte, offs []packetio.Offload, v6, csum bool, seq uint32, last bool) []byte {
-	t.Helper()
-	var tcp header.TCP
-	var addrSum uint16
-	if v6 {
-		ip := header.IPv6(p[14:])
-		tcp = header.TCP(ip.Payload())
-		addrSum = checksum.Checksum(p[14+8:14+40], 0)
-		if 14+40+int(ip.PayloadLength()) != len(p) {
-			t.Errorf("packet %d: payload length %d in %d bytes", i, ip.PayloadLength(), len(p))
-		}
-	} else {
-		ip := header.IPv4(p[14:])
-		if n := 14 + int(ip.TotalLength()); n < len(p) && len(p) == minFrame {
-			p = p[:n] // padded to the minimum frame
-		}
-		if !ip.IsChecksumValid() || int(ip.TotalLength())+14 != len(p) || ip.ID() != uint16(77+i) {
-			t.Errorf("packet %d: IPv4 header checksum valid %v, total length %d in %d bytes, ID %d (want %d)", i, ip.IsChecksumValid(), ip.TotalLength(), len(p), ip.ID(), 77+i)
-		}
-		tcp = header.TCP(p[14+20:])
-		addrSum = checksum.Checksum(p[14+12:14+20], 0)
-	}
-	sum := pseudoSum(addrSum, uint8(header.TCPProtocolNumber), len(tcp))
-	if csum {
-		o := offs[0]
-		if o.Flags&packetio.OffloadNeedsCsum == 0 || int(o.CsumStart) != len(p)-len(tcp) || o.CsumOff != header.TCPChecksumOffset || tcp.Checksum() != sum {
-			t.Errorf("packet %d: offload %+v, checksum field %#x (pseudo-header sum %#x); want a request at the TCP header", i, o, tcp.Checksum(), sum)
-		}
-	} else if checksum.Checksum(tcp, sum) != 0xffff {
-		t.Errorf("packet %d: bad TCP checksum", i)
-	}
-	if tcp.SequenceNumber() != seq {
-		t.Errorf("packet %d: seq %d, want %d", i, tcp.SequenceNumber(), seq)
-	}
-	if fl := tcp.Flags(); fl.Contains(header.TCPFlagPsh) != last || !fl.Contains(header.TCPFlagAck) {
-		t.Errorf("packet %d: flags %v", i, fl)
-	}
-	return tcp.Payload()
 }
 
 // TestChainedMTU: an MTU above a frame is taken on a device with
@@ -267,5 +225,25 @@ func TestChainedTransmitAllocations(t *testing.T) {
 		if allocs > 0 && !raceEnabled { // the race detector's sync.Pool drops items at random
 			t.Errorf("device checksums %v: %.1f allocations per 4-segment chained packet", csum, allocs)
 		}
+	}
+}
+
+// TestChainedTooLong: a packet longer than the link carries, even as a
+// chain, is refused with ErrMessageTooLong and counted in TxTooBig; no
+// frame is taken from the queue and nothing is sent.
+func TestChainedTooLong(t *testing.T) {
+	e, q, _ := chainHarness(t, false)
+	free := q.NumFreeFrames()
+	pkt := gsoPacket(t, randomBytes(t, 9500), 9500, header.TCPFlagAck, false)
+	defer pkt.DecRef()
+	e.AddHeader(pkt)
+	var list stack.PacketBufferList
+	list.PushBack(pkt)
+	n, err := e.WritePackets(list)
+	if _, tooLong := err.(*tcpip.ErrMessageTooLong); n != 0 || !tooLong {
+		t.Fatalf("WritePackets of a %d-byte packet on a 9,014-byte link: %d, %v; want 0, ErrMessageTooLong", pkt.Size(), n, err)
+	}
+	if st := e.stats.load(); st.TxTooBig != 1 || st.TxPackets != 0 || st.TxFrames != 0 || len(q.packets) != 0 || q.NumFreeFrames() != free {
+		t.Errorf("too big %d, packets %d, frames %d, recorded %d, free frames %d (were %d)", st.TxTooBig, st.TxPackets, st.TxFrames, len(q.packets), q.NumFreeFrames(), free)
 	}
 }

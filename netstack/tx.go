@@ -47,12 +47,14 @@ func newTxQueue(e *endpoint, i int, q packetio.TxQueue) *txQueue {
 	return t
 }
 
-// offloads returns q.offs with n entries, growing it (once per new high
-// mark, never per packet in the steady state).
+// offloads returns q.offs with n zero entries (an ordinary frame each),
+// growing it (once per new high mark, never per packet in the steady
+// state).
 func (q *txQueue) offloads(n int) []packetio.Offload {
 	if cap(q.offs) < n {
 		q.offs = make([]packetio.Offload, n)
 	}
+	clear(q.offs[:n])
 	return q.offs[:n]
 }
 
@@ -136,43 +138,17 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 	l4 := e.cfg.hdrLen + len(pkt.NetworkHeader().Slice())
 	var bytes uint64
 	var offs []packetio.Offload // nil: an ordinary Transmit
-	switch {
-	case segs > 1:
+	if q.off != nil {
+		offs = q.offloads(frames)
+	}
+	if segs > 1 {
 		// Cut here; a device that finishes checksums gets each
 		// segment's pseudo-header sum and a checksum request.
-		if q.off != nil {
-			offs = q.offloads(frames)
-			clear(offs)
-		}
 		bytes = q.segment(pkt, descs, region, offs, packetio.Offload{Flags: packetio.OffloadNeedsCsum, CsumStart: uint16(l4), CsumOff: uint16(gso.CsumOffset)})
 		st.gsoPackets.Add(1)
 		st.gsoFrames.Add(uint64(segs))
-	case frames > 1:
-		if q.off != nil {
-			offs = q.offloads(frames)
-			clear(offs)
-		}
-		bytes = q.chain(pkt, descs, region, offs, l4, isTCPGSO)
-	default:
-		frame := region.Writable(descs[0])
-		n := copyPacket(frame, pkt)
-		if q.off != nil {
-			offs = q.offloads(1)
-			offs[0] = packetio.Offload{}
-		}
-		if isTCPGSO {
-			if q.off != nil {
-				offs[0] = offloadFor(gso, l4, pkt.HeaderSize(), dataLen, e.segOffload)
-			} else {
-				finishTCPChecksum(frame[e.cfg.hdrLen:size], l4-e.cfg.hdrLen, gso.Type == stack.GSOTCPv6)
-			}
-		}
-		if n < minFrame {
-			clear(frame[n:minFrame])
-			n = minFrame
-		}
-		descs[0].Len = uint32(n)
-		bytes = uint64(n)
+	} else {
+		bytes = q.whole(pkt, descs, region, offs, l4, isTCPGSO)
 	}
 	var accepted int
 	if offs != nil {
@@ -342,25 +318,32 @@ func (q *txQueue) segment(pkt *stack.PacketBuffer, descs []packetio.Desc, region
 	return bytes
 }
 
-// chain sends one packet longer than a frame as a chain of frames: the
-// TCP checksum left to the device (offs, zeroed, one per descriptor) or
-// finished here, as for one frame. It returns the bytes built.
-func (q *txQueue) chain(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region, offs []packetio.Offload, l4 int, tcpGSO bool) uint64 {
+// whole sends one packet uncut: one frame, a super-frame with offload
+// metadata, or a chain of frames for a packet longer than a frame. A TCP
+// packet's checksum is left to the device (offs, zeroed, one per
+// descriptor: the request rides the first) or finished here. It returns
+// the bytes built.
+func (q *txQueue) whole(pkt *stack.PacketBuffer, descs []packetio.Desc, region packetio.Region, offs []packetio.Offload, l4 int, tcpGSO bool) uint64 {
 	e := q.e
 	c := newCursor(pkt)
 	n := pkt.Size()
 	e.spread(&c, descs, region, 0, n)
+	first := region.Writable(descs[0])
 	if tcpGSO {
 		if offs != nil {
 			offs[0] = offloadFor(pkt.GSOOptions, l4, pkt.HeaderSize(), pkt.Data().Size(), e.segOffload)
 		} else {
-			first := region.Writable(descs[0])
 			v6 := pkt.GSOOptions.Type == stack.GSOTCPv6
 			t := header.TCP(first[l4:])
 			t.SetChecksum(0)
 			sum := pseudoSum(ipAddrSum(first[e.cfg.hdrLen:l4], v6), uint8(header.TCPProtocolNumber), n-l4)
 			t.SetChecksum(^chainSum(descs, region, l4, sum))
 		}
+	}
+	if n < minFrame {
+		clear(first[n:minFrame])
+		n = minFrame
+		descs[0].Len = uint32(n)
 	}
 	return uint64(n)
 }
@@ -404,21 +387,6 @@ func ipAddrSum(ip []byte, v6 bool) uint16 {
 		return checksum.Checksum(ip[8:40], 0)
 	}
 	return checksum.Checksum(ip[12:20], 0)
-}
-
-// finishTCPChecksum computes the TCP checksum of a whole IP packet in
-// place; l4 is the offset of the TCP header.
-func finishTCPChecksum(p []byte, l4 int, v6 bool) {
-	t := header.TCP(p[l4:])
-	t.SetChecksum(0)
-	t.SetChecksum(^checksum.Checksum(t, pseudoSum(ipAddrSum(p, v6), uint8(header.TCPProtocolNumber), len(t))))
-}
-
-// copyPacket copies the whole packet, link header first, into frame and
-// returns its length. The caller has checked that it fits.
-func copyPacket(frame []byte, pkt *stack.PacketBuffer) int {
-	c := newCursor(pkt)
-	return c.read(frame[:pkt.Size()])
 }
 
 // cursor reads a packet's bytes view by view without gathering them.

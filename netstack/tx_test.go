@@ -49,6 +49,50 @@ func gsoPacket(t testing.TB, data []byte, mss uint16, flags header.TCPFlags, v6 
 	return pkt
 }
 
+// checkSegment checks segment i of a packet gsoPacket built, p from its
+// Ethernet header on: lengths, IPv4 header checksum and ID, sequence
+// number, flags, and the TCP checksum (with csum, the checksum request in
+// offs[0] and the pseudo-header sum in the field). It returns the payload.
+func checkSegment(t *testing.T, i int, p []byte, offs []packetio.Offload, v6, csum bool, seq uint32, flags header.TCPFlags) []byte {
+	t.Helper()
+	var tcp header.TCP
+	var addrSum uint16
+	if v6 {
+		ip := header.IPv6(p[14:])
+		tcp = header.TCP(ip.Payload())
+		addrSum = checksum.Checksum(p[14+8:14+40], 0)
+		if 14+40+int(ip.PayloadLength()) != len(p) {
+			t.Errorf("packet %d: payload length %d in %d bytes", i, ip.PayloadLength(), len(p))
+		}
+	} else {
+		ip := header.IPv4(p[14:])
+		if n := 14 + int(ip.TotalLength()); n < len(p) && len(p) == minFrame {
+			p = p[:n] // padded to the minimum frame
+		}
+		if !ip.IsChecksumValid() || int(ip.TotalLength())+14 != len(p) || ip.ID() != uint16(77+i) {
+			t.Errorf("packet %d: IPv4 header checksum valid %v, total length %d in %d bytes, ID %d (want %d)", i, ip.IsChecksumValid(), ip.TotalLength(), len(p), ip.ID(), 77+i)
+		}
+		tcp = header.TCP(p[14+20:])
+		addrSum = checksum.Checksum(p[14+12:14+20], 0)
+	}
+	sum := pseudoSum(addrSum, uint8(header.TCPProtocolNumber), len(tcp))
+	if csum {
+		o := offs[0]
+		if o.Flags&packetio.OffloadNeedsCsum == 0 || int(o.CsumStart) != len(p)-len(tcp) || o.CsumOff != header.TCPChecksumOffset || tcp.Checksum() != sum {
+			t.Errorf("packet %d: offload %+v, checksum field %#x (pseudo-header sum %#x); want a request at the TCP header", i, o, tcp.Checksum(), sum)
+		}
+	} else if checksum.Checksum(tcp, sum) != 0xffff {
+		t.Errorf("packet %d: bad TCP checksum", i)
+	}
+	if tcp.SequenceNumber() != seq {
+		t.Errorf("packet %d: seq %d, want %d", i, tcp.SequenceNumber(), seq)
+	}
+	if fl := tcp.Flags(); fl != flags {
+		t.Errorf("packet %d: flags %v, want %v", i, fl, flags)
+	}
+	return tcp.Payload()
+}
+
 // txHarness is an endpoint on one end of a pipe, without a stack; the
 // other end's receive queue is filled and returned.
 func txHarness(t *testing.T, cfg Config) (*endpoint, packetio.RxQueue) {
@@ -73,12 +117,7 @@ func TestSegmentation(t *testing.T) {
 			const mss = 1448
 			pkt := gsoPacket(t, data, mss, header.TCPFlagAck|header.TCPFlagPsh|header.TCPFlagFin, v6)
 			defer pkt.DecRef()
-			e.AddHeader(pkt)
-			var list stack.PacketBufferList
-			list.PushBack(pkt)
-			if n, err := e.WritePackets(list); n != 1 || err != nil {
-				t.Fatalf("WritePackets: %d, %v", n, err)
-			}
+			writeOne(t, e, pkt)
 			descs := rx.Receive(64)
 			want := (len(data) + mss - 1) / mss
 			if len(descs) != want {
@@ -86,42 +125,16 @@ func TestSegmentation(t *testing.T) {
 			}
 			var got []byte
 			for i, d := range descs {
-				f := rx.Region().Frame(d)
-				var tcp header.TCP
-				var addrSum uint16
-				if v6 {
-					ip := header.IPv6(f[14:])
-					tcp = header.TCP(ip.Payload())
-					addrSum = checksum.Checksum(f[14+8:14+40], 0)
-					if int(ip.PayloadLength()) != len(tcp) {
-						t.Errorf("segment %d: payload length %d, TCP %d", i, ip.PayloadLength(), len(tcp))
-					}
-				} else {
-					ip := header.IPv4(f[14:])
-					if !ip.IsChecksumValid() {
-						t.Errorf("segment %d: bad IPv4 header checksum", i)
-					}
-					if ip.ID() != uint16(77+i) {
-						t.Errorf("segment %d: IPv4 ID %d, want %d", i, ip.ID(), 77+i)
-					}
-					tcp = header.TCP(f[14+20 : 14+int(ip.TotalLength())])
-					addrSum = checksum.Checksum(f[14+12:14+20], 0)
-				}
-				if checksum.Checksum(tcp, pseudoSum(addrSum, uint8(header.TCPProtocolNumber), len(tcp))) != 0xffff {
-					t.Errorf("segment %d: bad TCP checksum", i)
-				}
-				if tcp.SequenceNumber() != uint32(1000+i*mss) {
-					t.Errorf("segment %d: seq %d, want %d", i, tcp.SequenceNumber(), 1000+i*mss)
-				}
 				last := i == len(descs)-1
-				fl := tcp.Flags()
-				if fl.Contains(header.TCPFlagFin) != last || fl.Contains(header.TCPFlagPsh) != last || !fl.Contains(header.TCPFlagAck) {
-					t.Errorf("segment %d of %d: flags %v", i, len(descs), fl)
+				fl := header.TCPFlags(header.TCPFlagAck)
+				if last {
+					fl |= header.TCPFlagPsh | header.TCPFlagFin
 				}
-				if !last && len(tcp.Payload()) != mss {
-					t.Errorf("segment %d: %d bytes, want %d", i, len(tcp.Payload()), mss)
+				payload := checkSegment(t, i, rx.Region().Frame(d), nil, v6, false, uint32(1000+i*mss), fl)
+				if !last && len(payload) != mss {
+					t.Errorf("segment %d: %d bytes, want %d", i, len(payload), mss)
 				}
-				got = append(got, tcp.Payload()...)
+				got = append(got, payload...)
 			}
 			if !bytes.Equal(got, data) {
 				t.Error("segments do not add up to the data")
@@ -132,6 +145,18 @@ func TestSegmentation(t *testing.T) {
 				t.Errorf("stats %+v", st)
 			}
 		})
+	}
+}
+
+// writeOne hands pkt to e as the stack would, link header added, and
+// fails the test unless it is taken.
+func writeOne(t *testing.T, e *endpoint, pkt *stack.PacketBuffer) {
+	t.Helper()
+	e.AddHeader(pkt)
+	var list stack.PacketBufferList
+	list.PushBack(pkt)
+	if n, err := e.WritePackets(list); n != 1 || err != nil {
+		t.Fatalf("WritePackets: %d, %v", n, err)
 	}
 }
 
