@@ -143,7 +143,11 @@ func Open(ifname string, opts ...Option) (d *Device, err error) {
 			return nil, fail("rx %d: eventfd: %w", i, err)
 		}
 		d.efds = append(d.efds, efd)
-		d.Rx = append(d.Rx, newRxQueue(d, i, d.socks[i], efd, d.reg, p, cfg.gso, cfg.multiBuffer))
+		q := newRxQueue(d, i, d.socks[i], efd, d.reg, p, cfg.gso, cfg.multiBuffer)
+		d.Rx = append(d.Rx, q)
+		if err := q.openWaiter(); err != nil {
+			return nil, fail("rx %d: %w", i, err)
+		}
 	}
 
 	d.caps = packetio.Capabilities{

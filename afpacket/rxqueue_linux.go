@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/fdwait"
 	"github.com/packetio/packetio/internal/pool"
 )
 
@@ -40,8 +41,9 @@ type RxQueue struct {
 	// mu guards the ring mapping and the file descriptors against Close:
 	// Poll and Stats hold it shared (once per call, never per packet),
 	// Close exclusively, after it has woken any poller.
-	mu   sync.RWMutex
-	pfds [2]unix.PollFd
+	mu     sync.RWMutex
+	pfds   [2]unix.PollFd // the socket and efd, for a look at their state
+	waiter *fdwait.Waiter // Poll's sleep on the runtime's poller
 	// linkErr is set once the socket reported an error (the link went
 	// down) and cleared when packets flow again. While it is set Poll
 	// sleeps at most linkCheck at a time and checks that the interface
@@ -80,6 +82,16 @@ func newRxQueue(dev *Device, index int, s *sock, efd int, reg *region, p *pool.F
 	return q
 }
 
+// openWaiter makes the waiter Poll sleeps on: the socket and the eventfd.
+func (q *RxQueue) openWaiter() error {
+	w, err := fdwait.New(q.woken, q.fd, q.efd)
+	if err != nil {
+		return err
+	}
+	q.waiter = w
+	return nil
+}
+
 // errorf is the queue's error for op: a *packetio.OpError whose cause
 // matches sentinel and says what happened.
 func (q *RxQueue) errorf(op string, sentinel error, format string, args ...any) error {
@@ -103,9 +115,11 @@ func (q *RxQueue) Fill(n int) int {
 }
 
 // Poll waits up to timeout for a packet and returns how many are ready (a
-// lower bound). It sleeps in poll(2) on the socket and an eventfd that Close
-// writes, so Close wakes it with ErrClosed; a negative timeout waits until a
-// packet comes or the queue closes.
+// lower bound). A negative timeout waits until a packet comes or the queue
+// closes. It sleeps with the goroutine parked on the Go runtime's network
+// poller (internal/fdwait), holding no thread, so the goroutines it wakes
+// when packets come run on its thread without a hand-off; the socket and
+// an eventfd that Close writes wake it, so Close ends it with ErrClosed.
 func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
@@ -124,39 +138,58 @@ func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 		deadline = time.Now().Add(timeout)
 	}
 	for {
-		ms := -1
+		wait := levelEvery
+		if q.linkErr {
+			wait = linkCheck
+		}
 		if timeout > 0 {
 			left := time.Until(deadline)
 			if left <= 0 {
 				return 0, nil
 			}
-			ms = int((left + time.Millisecond - 1) / time.Millisecond)
-		}
-		if q.linkErr && (ms < 0 || ms > linkCheckMs) {
-			ms = linkCheckMs
+			wait = min(wait, left)
 		}
 		q.syscalls.Add(1)
-		_, err := unix.Poll(q.pfds[:], ms)
-		if err != nil && err != unix.EINTR {
-			return 0, q.errorf("poll", packetio.ErrQueueFailed, "poll: %v", err)
+		if _, err := q.waiter.Wait(wait); err != nil {
+			return 0, q.errorf("poll", packetio.ErrQueueFailed, "%v", err)
 		}
-		if q.closed.Load() || q.pfds[1].Revents != 0 {
+		if q.closed.Load() {
 			return 0, q.errorf("poll", packetio.ErrClosed, "closed while polling")
-		}
-		if re := q.pfds[0].Revents; re&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 || q.linkErr {
-			q.linkErr = true
-			if err := q.checkSocket(); err != nil {
-				return 0, err
-			}
 		}
 		if n := q.ready(); n > 0 {
 			q.linkErr = false
 			return n, nil
 		}
-		// A wakeup with nothing in the ring (a cleared socket error)
+		if err := q.level(); err != nil {
+			return 0, err
+		}
+		// A wake-up with nothing in the ring (a cleared socket error)
 		// sleeps again rather than returning 0 early.
 	}
 }
+
+// level looks at the socket's and the eventfd's state with a zero-timeout
+// poll(2), after a wait that found the ring empty: the poller wakes the
+// queue for a socket error once (and may have been reset just before the
+// wait), poll(2) shows it for as long as it stands.
+func (q *RxQueue) level() error {
+	q.syscalls.Add(1)
+	if _, err := unix.Poll(q.pfds[:], 0); err != nil && err != unix.EINTR {
+		return q.errorf("poll", packetio.ErrQueueFailed, "poll: %v", err)
+	}
+	if q.closed.Load() || q.pfds[1].Revents != 0 {
+		return q.errorf("poll", packetio.ErrClosed, "closed while polling")
+	}
+	if re := q.pfds[0].Revents; re&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 || q.linkErr {
+		q.linkErr = true
+		return q.checkSocket()
+	}
+	return nil
+}
+
+// woken is what Poll's waiter looks at before the goroutine parks: frames
+// in the ring, or a Close whose eventfd write may have come before.
+func (q *RxQueue) woken() bool { return q.closed.Load() || q.ready() > 0 }
 
 // The ring walk, on whichever ring the queue has: one predictable branch.
 
@@ -190,9 +223,15 @@ func (q *RxQueue) retire() {
 	q.ring.retire()
 }
 
-// linkCheckMs bounds one poll(2) sleep after a socket error, so a deleted
-// interface is noticed.
-const linkCheckMs = 200
+const (
+	// levelEvery bounds one sleep of Poll: how late it may see a socket
+	// error whose only wake-up came just before it began to wait.
+	levelEvery = 250 * time.Millisecond
+	// linkCheck bounds one sleep after a socket error, so a deleted
+	// interface is noticed (the kernel reports the link going down, not
+	// the interface then disappearing).
+	linkCheck = 200 * time.Millisecond
+)
 
 // checkSocket reads and clears a pending socket error (ENETDOWN when the
 // link went down) and fails the queue for good if the interface is gone:
@@ -481,6 +520,7 @@ func (q *RxQueue) Close() error {
 	_, _ = unix.Write(q.efd, one[:])
 	q.mu.Lock() // waits for a woken poller to leave
 	defer q.mu.Unlock()
+	_ = q.waiter.Close()
 	q.readKernelStats()
 	return nil
 }

@@ -118,8 +118,12 @@ func (s *Socket) FreeRxFrames() int {
 // what runs the queue's NAPI poll in this thread. A positive one first
 // spins on the ring for up to WithPollSpin's time before it sleeps. It
 // returns at once, with no system call, when packets are already waiting.
-// A link that is down is no error: Poll finds nothing until it is up. Close (or CloseRx) wakes it with an error
-// wrapping ErrClosed. When the device goes away it returns, within
+// It sleeps with the goroutine parked on the Go runtime's network poller,
+// holding no thread, so the goroutines it wakes when packets come run on
+// its thread without a hand-off; on a socket pinned to a CPU (a Fleet's
+// Tuning), whose goroutine is locked to its thread, it sleeps in ppoll.
+// A link that is down is no error: Poll finds nothing until it is up.
+// Close (or CloseRx) wakes it with an error wrapping ErrClosed. When the device goes away it returns, within
 // probeEvery, an error wrapping packetio.ErrDeviceGone (the kernel wakes no
 // poll for that: a wait is cut into slices of probeEvery and the socket
 // asked after each empty one), and so does every call after.
@@ -148,48 +152,74 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if n := s.spinFor(timeout); n > 0 {
 		return n, nil
 	}
-	fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
 	for {
 		wait, last := pollSlice(timeout, deadline)
-		t := unix.NsecToTimespec(wait.Nanoseconds())
 		s.r.st.polls.Add(1)
-		k, err := unix.Ppoll(fds[:], &t, nil)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return 0, s.opErr("poll", err)
+		if err := s.sleep(wait); err != nil {
+			return 0, err
 		}
 		if s.closing.Load() || s.rxStopped.Load() {
 			return 0, s.opErr("poll", ErrClosed)
 		}
-		if fds[1].Revents != 0 {
-			// Woken by a failure a kick or Err latched, or by a Close
-			// that has not set closing yet.
-			if err := s.failure("poll"); err != nil {
-				return 0, err
-			}
-			return 0, s.opErr("poll", ErrClosed)
+		if err := s.failure("poll"); err != nil {
+			return 0, err // woken by a failure a kick or Err latched
 		}
-		if k > 0 && fds[0].Revents != 0 {
+		if s.r.ring.ready() > 0 {
 			break
 		}
-		if wait > 0 || timeout == 0 {
-			// An empty wait: has a kick, or Err, found the device
-			// gone meanwhile? Else ask the kernel, now and then.
-			if err := s.failure("poll"); err != nil {
-				return 0, err
-			}
-			if err := s.probeIdle(); err != nil {
-				return 0, err
-			}
+		// An empty wake-up, or the slice ran out: has the device gone?
+		// Ask the kernel, now and then.
+		if err := s.probeIdle(); err != nil {
+			return 0, err
 		}
-		if last {
+		if last && !time.Now().Before(deadline) {
 			break
 		}
 	}
 	return int(s.r.ring.ready()), nil
+}
+
+// sleep waits up to wait for the receive ring or the wake eventfd. The
+// receive goroutine parks on the runtime's poller (internal/fdwait), so
+// the goroutines its packets wake run on its thread; one locked to its
+// thread (a socket pinned to a CPU) sleeps in ppoll instead, which wakes
+// that thread directly. Either may return early: Poll looks at the ring
+// and the socket's state after every return.
+func (s *Socket) sleep(wait time.Duration) error {
+	if s.pinCPU >= 0 {
+		fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
+		t := unix.NsecToTimespec(wait.Nanoseconds())
+		if _, err := unix.Ppoll(fds[:], &t, nil); err != nil && !errors.Is(err, unix.EINTR) {
+			return s.opErr("poll", err)
+		}
+		return nil
+	}
+	if s.NeedsWakeupRx() {
+		// ppoll asks a parked driver for packets itself; the poller
+		// looks at the socket only after a wake-up.
+		switch e := wakeRx(s.fd); e {
+		case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY, unix.ENETDOWN:
+		case unix.ENXIO:
+			return s.fail("poll", errGone(e))
+		default:
+			return s.opErr("poll", e)
+		}
+	}
+	if _, err := s.waiter.Wait(wait); err != nil {
+		return s.opErr("poll", err)
+	}
+	return nil
+}
+
+// rxWoken is what Poll's waiter looks at before it parks: packets in the
+// receive ring, or a Close, CloseRx or failure whose eventfd write may
+// have come before the wait began.
+func (s *Socket) rxWoken() bool {
+	return s.r.ring.ready() > 0 || s.closing.Load() || s.rxStopped.Load() || s.failed.Load() != nil
 }
 
 // pollNow is Poll(0) on an empty ring: one non-blocking recvfrom, the

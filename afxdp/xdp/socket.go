@@ -14,6 +14,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/fdwait"
 	"github.com/packetio/packetio/internal/pool"
 )
 
@@ -52,6 +53,7 @@ var (
 // in progress before it unmaps anything.
 type Socket struct {
 	fd, efd        int
+	waiter         *fdwait.Waiter // Poll's sleep on the runtime's poller (fd and efd)
 	ifindex, queue int
 	ifname         string // for errors
 	umem           *umem
@@ -233,7 +235,8 @@ func openSocket(sp socketSpec) (*Socket, error) {
 	return s, nil
 }
 
-// openFDs makes the AF_XDP socket and the eventfd Close wakes Poll with.
+// openFDs makes the AF_XDP socket, the eventfd Close wakes Poll with, and
+// the waiter Poll sleeps on.
 func (s *Socket) openFDs(socketSpec) (string, error) {
 	var err error
 	if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
@@ -241,6 +244,9 @@ func (s *Socket) openFDs(socketSpec) (string, error) {
 	}
 	if s.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return "eventfd", err
+	}
+	if s.waiter, err = fdwait.New(s.rxWoken, s.fd, s.efd); err != nil {
+		return "poll waiter", err
 	}
 	return "", nil
 }
@@ -662,6 +668,10 @@ func (s *Socket) Close() error {
 
 // teardown releases what bring-up got to, in reverse order.
 func (s *Socket) teardown() {
+	if s.waiter != nil {
+		_ = s.waiter.Close()
+		s.waiter = nil
+	}
 	if s.fd >= 0 {
 		_ = unix.Close(s.fd)
 		s.fd = -1
