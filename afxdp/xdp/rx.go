@@ -123,10 +123,11 @@ func (s *Socket) FreeRxFrames() int {
 // its thread without a hand-off; on a socket pinned to a CPU (a Fleet's
 // Tuning), whose goroutine is locked to its thread, it sleeps in ppoll.
 // A link that is down is no error: Poll finds nothing until it is up.
-// Close (or CloseRx) wakes it with an error wrapping ErrClosed. When the device goes away it returns, within
-// probeEvery, an error wrapping packetio.ErrDeviceGone (the kernel wakes no
-// poll for that: a wait is cut into slices of probeEvery and the socket
-// asked after each empty one), and so does every call after.
+// Close (or CloseRx) wakes it with an error wrapping ErrClosed. When the
+// device goes away it returns, within probeEvery, an error wrapping
+// packetio.ErrDeviceGone (the kernel wakes no sleep for that: a wait is
+// cut into slices of probeEvery and the socket asked after each empty
+// one), and so does every call after.
 func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if s.r.ring.ents == nil {
 		return 0, s.opErr("poll", fmt.Errorf("the socket has no receive ring: %w", ErrUnsupported))
