@@ -3,7 +3,7 @@
 
 GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-DEBS        := libdpdk-dev libibverbs-dev libpcap-dev pkg-config ethtool dpdk-dev xdp-tools tcpdump curl
+DEBS        := libdpdk-dev libibverbs-dev libpcap-dev pkg-config ethtool dpdk-dev xdp-tools tcpdump curl netsniff-ng gcc
 REQUIRED    := PACKETIO_CONFORM_REQUIRED=1
 # Every build tag at once: with the untagged run, every file is checked
 # (no file is built only without dpdk or mlx5).
@@ -14,7 +14,8 @@ ALLTAGS     := dpdk mlx5 packetio_checked pcap
 test: deps lint unit checked tagged netstack metrics benchcheck fuzz
 
 # Debian packages the cgo backends build against and the tools the tests
-# drive (xdp-loader, tcpdump, curl). Installed only if missing.
+# drive (xdp-loader, tcpdump, curl, trafgen and netsniff-ng, cc). Installed
+# only if missing.
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
