@@ -80,6 +80,20 @@ type Config struct {
 	// never spins; at most 1 ms. The spin yields to other goroutines
 	// (runtime.Gosched) but keeps a CPU busy while it lasts.
 	RxSpin time.Duration
+	// AckDelay is how long a TCP connection that answers what it
+	// receives (a server replying to requests, either end of a
+	// request/response exchange) holds the ACK for a request, so that the
+	// reply carries it instead of a bare ACK leaving first. A connection
+	// counts as answering once it sends data less than AckDelay after data
+	// arrived, and stops when a held ACK has to leave on its own; two full
+	// segments, out-of-order data and a FIN are acknowledged at once, and a
+	// connection that only receives never delays. Zero means
+	// DefaultAckDelay; negative acknowledges every batch of segments at
+	// once (upstream gVisor); at most 100 ms, half the shortest
+	// retransmission timeout of Linux and gVisor peers (200 ms). Above
+	// about 2 ms a Linux peer with two small segments in flight may send
+	// a tail-loss probe (a duplicate segment) before the held ACK leaves.
+	AckDelay time.Duration
 }
 
 // Defaults used when a Config field is zero.
@@ -88,6 +102,8 @@ const (
 	DefaultBufferSize = 4 << 20
 	DefaultTxWait     = 5 * time.Millisecond
 	DefaultRxSpin     = 20 * time.Microsecond
+	DefaultAckDelay   = time.Millisecond
+	maxAckDelay       = 100 * time.Millisecond
 	maxRxSpin         = time.Millisecond
 	maxBufferSize     = 64 << 20
 )
@@ -280,6 +296,14 @@ func (c Config) resolve(caps packetio.Capabilities) (resolved, error) {
 		r.RxSpin = DefaultRxSpin
 	case c.RxSpin < 0:
 		r.RxSpin = 0
+	}
+	switch {
+	case c.AckDelay > maxAckDelay:
+		return r, bad("AckDelay %v is above %v (negative never delays, 0 is %v)", c.AckDelay, maxAckDelay, DefaultAckDelay)
+	case c.AckDelay == 0:
+		r.AckDelay = DefaultAckDelay
+	case c.AckDelay < 0:
+		r.AckDelay = 0
 	}
 	return r, nil
 }

@@ -1367,6 +1367,21 @@ func (*TCPMinRTOOption) isGettableTransportProtocolOption() {}
 
 func (*TCPMinRTOOption) isSettableTransportProtocolOption() {}
 
+// TCPDelayedAckOption is used by SetTransportProtocolOption and
+// TransportProtocolOption to let an interactive connection delay its ACKs:
+// once the endpoint has sent data less than this long after data arrived
+// (a request answered; Linux's "pingpong" mode), the ACK owed for less than
+// two full segments waits up to this long for data to carry it. Zero, the
+// default, acknowledges every batch of segments at once. At most 500 ms
+// (RFC 9293, section 3.8.6.3); keep it well below the peer's minimum
+// retransmission timeout (200 ms on Linux), or a held ACK makes the peer
+// resend.
+type TCPDelayedAckOption time.Duration
+
+func (*TCPDelayedAckOption) isGettableTransportProtocolOption() {}
+
+func (*TCPDelayedAckOption) isSettableTransportProtocolOption() {}
+
 // TCPMaxRTOOption is use by SetSockOpt/GetSockOpt to allow overriding
 // default MaxRTO used by the Stack.
 type TCPMaxRTOOption time.Duration

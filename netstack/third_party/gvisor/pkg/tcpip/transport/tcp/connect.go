@@ -1300,8 +1300,9 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 		e.route.ConfirmReachable()
 	}
 
-	// Send an ACK for all processed packets if needed.
-	if e.rcv.RcvNxt != e.snd.MaxSentAck {
+	// Send an ACK for all processed packets if needed, unless an
+	// interactive connection may let its reply carry it.
+	if e.rcv.RcvNxt != e.snd.MaxSentAck && !e.delayAckLocked() {
 		e.snd.sendAck()
 	}
 

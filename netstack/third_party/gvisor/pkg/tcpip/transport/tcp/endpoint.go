@@ -510,6 +510,11 @@ type Endpoint struct {
 	// without hearing a response, the connection is closed.
 	keepalive keepalive
 
+	// dack holds the delayed-ACK state of an interactive connection; see
+	// delayed_ack.go.
+	// +checklocks:mu
+	dack delayedAck `state:"nosave"`
+
 	// userTimeout if non-zero specifies a user specified timeout for
 	// a connection w/ pending data to send. A connection that has pending
 	// unacked data will be forcibily aborted if the timeout is reached
@@ -1213,6 +1218,8 @@ func (e *Endpoint) cleanupLocked() {
 		e.snd.reorderTimer.cleanup()
 		e.snd.corkTimer.cleanup()
 	}
+
+	e.dack.cleanup()
 
 	if e.finWait2Timer != nil {
 		e.finWait2Timer.Stop()

@@ -120,6 +120,8 @@ type protocol struct {
 	// +checklocks:mu
 	maxRTO time.Duration
 	// +checklocks:mu
+	delayedAck time.Duration
+	// +checklocks:mu
 	maxRetries uint32
 	// +checklocks:mu
 	synRetries uint8
@@ -377,6 +379,15 @@ func (p *protocol) SetOption(option tcpip.SettableTransportProtocolOption) tcpip
 		}
 		return nil
 
+	case *tcpip.TCPDelayedAckOption:
+		if *v < 0 || time.Duration(*v) > MaxDelayedAck {
+			return &tcpip.ErrInvalidOptionValue{}
+		}
+		p.mu.Lock()
+		p.delayedAck = time.Duration(*v)
+		p.mu.Unlock()
+		return nil
+
 	case *tcpip.TCPMaxRTOOption:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -489,6 +500,12 @@ func (p *protocol) Option(option tcpip.GettableTransportProtocolOption) tcpip.Er
 	case *tcpip.TCPMinRTOOption:
 		p.mu.RLock()
 		*v = tcpip.TCPMinRTOOption(p.minRTO)
+		p.mu.RUnlock()
+		return nil
+
+	case *tcpip.TCPDelayedAckOption:
+		p.mu.RLock()
+		*v = tcpip.TCPDelayedAckOption(p.delayedAck)
 		p.mu.RUnlock()
 		return nil
 

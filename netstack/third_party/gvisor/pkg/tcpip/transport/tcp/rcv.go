@@ -225,6 +225,7 @@ func (r *receiver) consumeSegment(s *segment, segSeq seqnum.Value, segLen seqnum
 
 		// Move segment to ready-to-deliver list. Wakeup any waiters.
 		r.ep.readyToRead(s)
+		r.ep.dack.lastData = s.rcvdTime
 
 	} else if segSeq != r.RcvNxt {
 		return false

@@ -324,6 +324,12 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 	}
 	ep.snd.maxRTO = time.Duration(maxRTO)
 
+	var delayedAck tcpip.TCPDelayedAckOption
+	if err := ep.snd.ep.stack.TransportProtocolOption(ProtocolNumber, &delayedAck); err != nil {
+		panic(fmt.Sprintf("unable to get delayedAck from stack: %s", err))
+	}
+	ep.dack.delay = time.Duration(delayedAck)
+
 	var maxRetries tcpip.TCPMaxRetriesOption
 	if err := ep.snd.ep.stack.TransportProtocolOption(ProtocolNumber, &maxRetries); err != nil {
 		panic(fmt.Sprintf("unable to get maxRetries from stack: %s", err))
@@ -1854,6 +1860,7 @@ func (s *sender) sendSegmentFromPacketBuffer(pkt *stack.PacketBuffer, flags head
 
 	// Remember the max sent ack.
 	s.MaxSentAck = rcvNxt
+	s.ep.ackSentLocked(pkt.Data().Size() > 0, s.LastSendTime)
 
 	// We need to clone the packet because sendRaw takes ownership of pkt,
 	// and pkt could be reprocessed later on (i.e retrasmission).
@@ -1875,6 +1882,7 @@ func (s *sender) sendEmptySegment(flags header.TCPFlags, seq seqnum.Value) tcpip
 
 	// Remember the max sent ack.
 	s.MaxSentAck = rcvNxt
+	s.ep.ackSentLocked(false, s.LastSendTime)
 
 	return s.ep.sendEmptyRaw(flags, seq, rcvNxt, rcvWnd)
 }
