@@ -87,7 +87,10 @@ type Config struct {
 	// counts as answering once it sends data less than AckDelay after data
 	// arrived, and stops when a held ACK has to leave on its own; two full
 	// segments, out-of-order data and a FIN are acknowledged at once, and a
-	// connection that only receives never delays. Zero means
+	// connection that only receives never delays. A peer that sends with
+	// Nagle's algorithm on and writes one request in two small pieces
+	// waits up to AckDelay for the second (as with Linux's 40 ms and
+	// more); Go's net package turns Nagle off. Zero means
 	// DefaultAckDelay; negative acknowledges every batch of segments at
 	// once (upstream gVisor); at most 100 ms, half the shortest
 	// retransmission timeout of Linux and gVisor peers (200 ms). Above
@@ -289,21 +292,26 @@ func (c Config) resolve(caps packetio.Capabilities) (resolved, error) {
 	if r.TxWait == 0 {
 		r.TxWait = DefaultTxWait
 	}
-	switch {
-	case c.RxSpin > maxRxSpin:
-		return r, bad("RxSpin %v is above %v (negative never spins, 0 is %v)", c.RxSpin, maxRxSpin, DefaultRxSpin)
-	case c.RxSpin == 0:
-		r.RxSpin = DefaultRxSpin
-	case c.RxSpin < 0:
-		r.RxSpin = 0
+	var err error
+	if r.RxSpin, err = resolveDuration("RxSpin", c.RxSpin, DefaultRxSpin, maxRxSpin); err != nil {
+		return r, err
 	}
-	switch {
-	case c.AckDelay > maxAckDelay:
-		return r, bad("AckDelay %v is above %v (negative never delays, 0 is %v)", c.AckDelay, maxAckDelay, DefaultAckDelay)
-	case c.AckDelay == 0:
-		r.AckDelay = DefaultAckDelay
-	case c.AckDelay < 0:
-		r.AckDelay = 0
+	if r.AckDelay, err = resolveDuration("AckDelay", c.AckDelay, DefaultAckDelay, maxAckDelay); err != nil {
+		return r, err
 	}
 	return r, nil
+}
+
+// resolveDuration is the rule RxSpin and AckDelay share: zero means def,
+// negative turns the feature off (0), and above most is refused.
+func resolveDuration(field string, v, def, most time.Duration) (time.Duration, error) {
+	switch {
+	case v > most:
+		return 0, bad("%s %v is above %v (negative turns it off, 0 is %v)", field, v, most, def)
+	case v == 0:
+		return def, nil
+	case v < 0:
+		return 0, nil
+	}
+	return v, nil
 }

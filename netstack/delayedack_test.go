@@ -1,43 +1,11 @@
 package netstack
 
 import (
-	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
-
-	"github.com/packetio/packetio"
 )
-
-func TestAckDelayConfig(t *testing.T) {
-	caps := packetio.Capabilities{MaxFrameSize: 2048}
-	for _, tc := range []struct {
-		name string
-		in   time.Duration
-		want time.Duration
-		bad  bool
-	}{
-		{"default", 0, DefaultAckDelay, false},
-		{"off", -1, 0, false},
-		{"set", 200 * time.Microsecond, 200 * time.Microsecond, false},
-		{"most", 100 * time.Millisecond, 100 * time.Millisecond, false},
-		{"too long", 100*time.Millisecond + 1, 0, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := Config{Addr: mustPrefix("192.0.2.1/24"), AckDelay: tc.in}.resolve(caps)
-			if tc.bad {
-				if !errors.Is(err, ErrInvalidConfig) {
-					t.Fatalf("AckDelay %v: %v, want ErrInvalidConfig", tc.in, err)
-				}
-				return
-			}
-			if err != nil || r.AckDelay != tc.want {
-				t.Fatalf("AckDelay %v: resolved %v, %v; want %v", tc.in, r.AckDelay, err, tc.want)
-			}
-		})
-	}
-}
 
 // rrPair connects a client on stack a to a server on stack b and returns
 // both ends of the connection.

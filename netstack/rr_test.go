@@ -2,36 +2,52 @@ package netstack
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/packetio/packetio"
 )
 
-func TestRxSpinConfig(t *testing.T) {
+// RxSpin and AckDelay: zero is the default, negative off, above the
+// most refused with ErrInvalidConfig naming the field.
+func TestDurationConfig(t *testing.T) {
 	caps := packetio.Capabilities{MaxFrameSize: 2048}
+	rxSpin := func(c *Config) *time.Duration { return &c.RxSpin }
+	ackDelay := func(c *Config) *time.Duration { return &c.AckDelay }
+	rxSpinR := func(r *resolved) time.Duration { return r.RxSpin }
+	ackDelayR := func(r *resolved) time.Duration { return r.AckDelay }
 	for _, tc := range []struct {
-		name string
-		in   time.Duration
-		want time.Duration
-		bad  bool
+		name  string
+		field func(*Config) *time.Duration
+		got   func(*resolved) time.Duration
+		in    time.Duration
+		want  time.Duration
+		bad   bool
 	}{
-		{"default", 0, DefaultRxSpin, false},
-		{"off", -1, 0, false},
-		{"set", 100 * time.Microsecond, 100 * time.Microsecond, false},
-		{"most", time.Millisecond, time.Millisecond, false},
-		{"too long", time.Millisecond + 1, 0, true},
+		{"RxSpin default", rxSpin, rxSpinR, 0, DefaultRxSpin, false},
+		{"RxSpin off", rxSpin, rxSpinR, -1, 0, false},
+		{"RxSpin set", rxSpin, rxSpinR, 100 * time.Microsecond, 100 * time.Microsecond, false},
+		{"RxSpin most", rxSpin, rxSpinR, time.Millisecond, time.Millisecond, false},
+		{"RxSpin too long", rxSpin, rxSpinR, time.Millisecond + 1, 0, true},
+		{"AckDelay default", ackDelay, ackDelayR, 0, DefaultAckDelay, false},
+		{"AckDelay off", ackDelay, ackDelayR, -1, 0, false},
+		{"AckDelay set", ackDelay, ackDelayR, 200 * time.Microsecond, 200 * time.Microsecond, false},
+		{"AckDelay most", ackDelay, ackDelayR, 100 * time.Millisecond, 100 * time.Millisecond, false},
+		{"AckDelay too long", ackDelay, ackDelayR, 100*time.Millisecond + 1, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Config{Addr: mustPrefix("192.0.2.1/24"), RxSpin: tc.in}.resolve(caps)
+			c := Config{Addr: mustPrefix("192.0.2.1/24")}
+			*tc.field(&c) = tc.in
+			r, err := c.resolve(caps)
 			if tc.bad {
-				if !errors.Is(err, ErrInvalidConfig) {
-					t.Fatalf("RxSpin %v: %v, want ErrInvalidConfig", tc.in, err)
+				if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), strings.Fields(tc.name)[0]) {
+					t.Fatalf("%s: %v, want ErrInvalidConfig naming the field", tc.name, err)
 				}
 				return
 			}
-			if err != nil || r.RxSpin != tc.want {
-				t.Fatalf("RxSpin %v: resolved %v, %v; want %v", tc.in, r.RxSpin, err, tc.want)
+			if err != nil || tc.got(&r) != tc.want {
+				t.Fatalf("%s: resolved %v, %v; want %v", tc.name, tc.got(&r), err, tc.want)
 			}
 		})
 	}
