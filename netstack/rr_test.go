@@ -13,28 +13,27 @@ import (
 // most refused with ErrInvalidConfig naming the field.
 func TestDurationConfig(t *testing.T) {
 	caps := packetio.Capabilities{MaxFrameSize: 2048}
+	// field points at the Config field under test; resolve fills in the
+	// same field of the Config that resolved embeds.
 	rxSpin := func(c *Config) *time.Duration { return &c.RxSpin }
 	ackDelay := func(c *Config) *time.Duration { return &c.AckDelay }
-	rxSpinR := func(r *resolved) time.Duration { return r.RxSpin }
-	ackDelayR := func(r *resolved) time.Duration { return r.AckDelay }
 	for _, tc := range []struct {
 		name  string
 		field func(*Config) *time.Duration
-		got   func(*resolved) time.Duration
 		in    time.Duration
 		want  time.Duration
 		bad   bool
 	}{
-		{"RxSpin default", rxSpin, rxSpinR, 0, DefaultRxSpin, false},
-		{"RxSpin off", rxSpin, rxSpinR, -1, 0, false},
-		{"RxSpin set", rxSpin, rxSpinR, 100 * time.Microsecond, 100 * time.Microsecond, false},
-		{"RxSpin most", rxSpin, rxSpinR, time.Millisecond, time.Millisecond, false},
-		{"RxSpin too long", rxSpin, rxSpinR, time.Millisecond + 1, 0, true},
-		{"AckDelay default", ackDelay, ackDelayR, 0, DefaultAckDelay, false},
-		{"AckDelay off", ackDelay, ackDelayR, -1, 0, false},
-		{"AckDelay set", ackDelay, ackDelayR, 200 * time.Microsecond, 200 * time.Microsecond, false},
-		{"AckDelay most", ackDelay, ackDelayR, 100 * time.Millisecond, 100 * time.Millisecond, false},
-		{"AckDelay too long", ackDelay, ackDelayR, 100*time.Millisecond + 1, 0, true},
+		{"RxSpin default", rxSpin, 0, DefaultRxSpin, false},
+		{"RxSpin off", rxSpin, -1, 0, false},
+		{"RxSpin set", rxSpin, 100 * time.Microsecond, 100 * time.Microsecond, false},
+		{"RxSpin most", rxSpin, time.Millisecond, time.Millisecond, false},
+		{"RxSpin too long", rxSpin, time.Millisecond + 1, 0, true},
+		{"AckDelay default", ackDelay, 0, DefaultAckDelay, false},
+		{"AckDelay off", ackDelay, -1, 0, false},
+		{"AckDelay set", ackDelay, 200 * time.Microsecond, 200 * time.Microsecond, false},
+		{"AckDelay most", ackDelay, 100 * time.Millisecond, 100 * time.Millisecond, false},
+		{"AckDelay too long", ackDelay, 100*time.Millisecond + 1, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Config{Addr: mustPrefix("192.0.2.1/24")}
@@ -46,8 +45,8 @@ func TestDurationConfig(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || tc.got(&r) != tc.want {
-				t.Fatalf("%s: resolved %v, %v; want %v", tc.name, tc.got(&r), err, tc.want)
+			if got := *tc.field(&r.Config); err != nil || got != tc.want {
+				t.Fatalf("%s: resolved %v, %v; want %v", tc.name, got, err, tc.want)
 			}
 		})
 	}
