@@ -29,6 +29,7 @@ type faultyRx struct {
 	packetio.RxQueue
 	corruptEvery atomic.Int32 // flip a byte in every n-th frame longer than 100 bytes
 	seen         int
+	dropped      atomic.Uint64 // added to the queue's RxStats.Dropped
 }
 
 func newFaulty(d packetio.Device) *faultyDevice {
@@ -97,6 +98,12 @@ func (q *faultyTx) Err() error {
 		return fmt.Errorf("faulty tx: %w", packetio.ErrQueueFailed)
 	}
 	return q.TxQueue.Err()
+}
+
+func (q *faultyRx) Stats() (packetio.RxStats, error) {
+	s, err := q.RxQueue.Stats()
+	s.Dropped += q.dropped.Load()
+	return s, err
 }
 
 func (q *faultyRx) Receive(max int) []packetio.Desc {

@@ -257,6 +257,11 @@ func (st *Stack) Stats() Stats {
 	s.TCPEstablishedResets = ts.TCP.EstablishedResets.Value()
 	s.TCPCurrentEstablished = ts.TCP.CurrentEstablished.Value()
 	s.UDPReceiveBufferErrors = ts.UDP.ReceiveBufferErrors.Value()
+	for _, r := range st.ep.rx {
+		if rs, err := r.q.Stats(); err == nil {
+			s.RxDeviceDropped += rs.Dropped
+		}
+	}
 	return s
 }
 

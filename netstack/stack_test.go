@@ -149,6 +149,23 @@ func TestBadChecksumDropped(t *testing.T) {
 	}
 }
 
+// What the device dropped before the stack saw it is in the stack's
+// counters, summed over the receive queues.
+func TestStatsDeviceDrops(t *testing.T) {
+	checkGoroutines(t)
+	da, _ := devices(t, pipe.WithQueues(2))
+	fa := newFaulty(da)
+	a := newStack(t, fa, Config{Addr: mustPrefix("10.0.0.1/24"), MAC: macA})
+	if n := a.Stats().RxDeviceDropped; n != 0 {
+		t.Fatalf("RxDeviceDropped %d before any drop", n)
+	}
+	fa.rx[0].dropped.Store(5)
+	fa.rx[1].dropped.Store(7)
+	if n := a.Stats().RxDeviceDropped; n != 12 {
+		t.Fatalf("RxDeviceDropped %d, want 12 (5 on queue 0, 7 on queue 1)", n)
+	}
+}
+
 func TestUDP(t *testing.T) {
 	for _, tc := range []struct{ name, network, listen, dial string }{
 		{"v4", "udp4", ":53", "10.0.0.1:53"},

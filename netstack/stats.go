@@ -32,6 +32,11 @@ type Stats struct {
 	// RxTooLong counts chained packets over 64 KiB, or cut short, which
 	// are dropped.
 	RxTooLong uint64
+	// RxDeviceDropped counts packets the device discarded before the stack
+	// saw them: its receive queues' packetio.RxStats.Dropped, summed (for
+	// afpacket and afxdp, a ring the stack had not emptied in time). TCP
+	// retransmits them; many, and the peers slow down.
+	RxDeviceDropped uint64
 
 	// TxPackets counts packets the stack sent; TxFrames the frames they
 	// took and TxBytes their bytes.

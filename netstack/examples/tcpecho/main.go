@@ -77,7 +77,7 @@ import (
 
 type options struct {
 	backend, iface, ip, mac, client, mode, gw string
-	neighbors                                 string
+	neighbors, clientCC                       string
 	port, runs, size, conns, many, mtu        int
 	bytes                                     int64
 	stats, rr, rxSpin, ackDelay               time.Duration
@@ -159,6 +159,7 @@ func main() {
 	flag.IntVar(&o.size, "size", 64, "request and response size for -rr")
 	flag.IntVar(&o.conns, "conns", 1, "self-test: connections doing round trips at once for -rr")
 	flag.IntVar(&o.many, "many", 0, "self-test: N connections open at once, each moving -bytes (default 1 MiB here) in -mode; all must complete; reports memory per connection")
+	flag.StringVar(&o.clientCC, "client-cc", "", "self-test: TCP congestion control of the kernel's client sockets on B, e.g. cubic (empty: the host's default, net.ipv4.tcp_congestion_control)")
 	flag.IntVar(&o.runs, "runs", 3, "self-test: runs of each measurement")
 	flag.BoolVar(&o.noGSO, "no-gso", false, "afpacket: open without PACKET_VNET_HDR; the stack cuts its own segments")
 	flag.BoolVar(&o.force, "force", false, "accept an -ip the kernel owns on -i")
@@ -196,6 +197,8 @@ func main() {
 	case err != nil:
 	case o.mode != "echo" && o.mode != "sink" && o.mode != "source":
 		err = fmt.Errorf("-mode %q: want echo, sink or source", o.mode)
+	case o.iface != "" && o.clientCC != "":
+		err = fmt.Errorf("-client-cc %s: for the self-test's kernel clients (no -i)", o.clientCC)
 	case o.iface != "" && len(list) > 1:
 		err = fmt.Errorf("-backend %s: one backend with -i; a list is for the self-test", o.backend)
 	case o.iface == "":
@@ -556,17 +559,18 @@ func roundTrips(c net.Conn, size int, d time.Duration) (float64, error) {
 func printStats(s *netstack.Stack) {
 	st := s.Stats()
 	fmt.Printf("stats: rx %d pkts (%d super-frames, %d chains), tx %d pkts in %d frames (%d chains), gso %d->%d, offload %d, device checksums %d, "+
-		"drops: bad-csum %d frag %d vlan %d not-ip %d other-host %d tx %d (waits %d, partial %d); "+
+		"drops: device %d bad-csum %d frag %d vlan %d not-ip %d other-host %d tx %d (waits %d, partial %d); "+
 		"tcp retransmits %d, resets sent %d\n",
 		st.RxPackets, st.RxSuperFrames, st.RxChained, st.TxPackets, st.TxFrames, st.TxChained, st.GSOPackets, st.GSOFrames, st.OffloadPackets, st.OffloadChecksums,
-		st.RxBadChecksum, st.RxFragments, st.RxWrongVLAN, st.RxNotIP, st.RxOtherHost, st.TxDropped, st.TxWaits, st.TxPartial,
+		st.RxDeviceDropped, st.RxBadChecksum, st.RxFragments, st.RxWrongVLAN, st.RxNotIP, st.RxOtherHost, st.TxDropped, st.TxWaits, st.TxPartial,
 		st.TCPRetransmits, st.TCPResetsSent)
 }
 
 // result is one run's numbers.
 type result struct {
 	gbps, rps float64
-	many      *manyResult // with -many
+	many      *manyResult     // with -many
+	stats     *netstack.Stats // the stack's counters after the run (netstack only)
 }
 
 // selfTest measures netstack on every backend of -backend, and the
@@ -601,8 +605,12 @@ func selfTest(o options) error {
 		os.Exit(130)
 	}()
 	stackAddr := netip.MustParsePrefix("10.9.0.3/24")
-	fmt.Printf("veth %s (A) <-> %s (B); netstack on A at %s; kernel server on A at 10.9.0.1; client: the kernel on B\n",
-		pair.A.Link, pair.B.Link, stackAddr.Addr())
+	cc, err := clientCC(o, pair)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("veth %s (A) <-> %s (B); netstack on A at %s; kernel server on A at 10.9.0.1; client: the kernel on B (congestion control %s)\n",
+		pair.A.Link, pair.B.Link, stackAddr.Addr(), cc)
 	// Each series is one backend, or the kernel with B's checksum
 	// offload on (its default) or off.
 	type series struct {
@@ -702,6 +710,8 @@ func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Pre
 	if o.stats >= 0 {
 		printStats(s)
 	}
+	st := s.Stats()
+	r.stats = &st
 	return r, err
 }
 
@@ -733,7 +743,7 @@ func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, 
 		var c net.Conn
 		err := pair.B.Do(func() error {
 			var err error
-			c, err = net.DialTimeout("tcp4", addr, 5*time.Second)
+			c, err = clientDialer(o, 5*time.Second).Dial("tcp4", addr)
 			return err
 		})
 		if err != nil {

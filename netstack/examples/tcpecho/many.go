@@ -228,7 +228,7 @@ func runMany(o options, pair *netns.Pair, l net.Listener, addr string) (manyResu
 		go func() {
 			defer wg.Done()
 			err := pair.B.Do(func() error {
-				d := net.Dialer{Timeout: 10 * time.Second}
+				d := clientDialer(o, 10*time.Second)
 				for i := range next {
 					conns[i], errs[i] = d.Dial("tcp4", addr)
 					if errs[i] != nil {
