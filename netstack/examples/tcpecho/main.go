@@ -78,11 +78,28 @@ import (
 type options struct {
 	backend, iface, ip, mac, client, mode, gw string
 	neighbors, clientCC                       string
-	port, runs, size, conns, many, mtu        int
+	port, runs, size, conns, many, mtu, buf   int
 	bytes                                     int64
 	stats, rr, rxSpin, ackDelay               time.Duration
 	noGSO, noGRO, force, lowLatency           bool
 	generic, noTxCsum, rack                   bool
+}
+
+const (
+	// defaultBuf is -buffer's size when it is not given.
+	defaultBuf = 256 << 10
+	// maxBuf bounds -buffer: every connection of a measurement allocates
+	// one.
+	maxBuf = 64 << 20
+)
+
+// buffer allocates the buffer of one connection's reads and writes in
+// -mode: -buffer bytes, or defaultBuf for the zero value.
+func (o options) buffer() []byte {
+	if o.buf == 0 {
+		return make([]byte, defaultBuf)
+	}
+	return make([]byte, o.buf)
 }
 
 // backends are the values -backend takes in every build.
@@ -157,6 +174,7 @@ func main() {
 	flag.DurationVar(&o.stats, "stats", 0, "print the stack's counters this often (0: at the end only, self-test)")
 	flag.DurationVar(&o.rr, "rr", 2*time.Second, "self-test: request/response round trips for this long (0: skip)")
 	flag.IntVar(&o.size, "size", 64, "request and response size for -rr")
+	flag.IntVar(&o.buf, "buffer", 0, "bytes every read and write of -mode asks for, on both ends, the stack's and the kernel's alike (0: 256 KiB)")
 	flag.IntVar(&o.conns, "conns", 1, "self-test: connections doing round trips at once for -rr")
 	flag.IntVar(&o.many, "many", 0, "self-test: N connections open at once, each moving -bytes (default 1 MiB here) in -mode; all must complete; reports memory per connection")
 	flag.StringVar(&o.clientCC, "client-cc", "", "self-test: TCP congestion control of the kernel's client sockets on B, e.g. cubic (empty: the host's default, net.ipv4.tcp_congestion_control)")
@@ -197,6 +215,8 @@ func main() {
 	case err != nil:
 	case o.mode != "echo" && o.mode != "sink" && o.mode != "source":
 		err = fmt.Errorf("-mode %q: want echo, sink or source", o.mode)
+	case o.buf < 0 || o.buf > maxBuf:
+		err = fmt.Errorf("-buffer %d: want 1 to %d bytes (0: %d)", o.buf, maxBuf, defaultBuf)
 	case o.iface != "" && o.clientCC != "":
 		err = fmt.Errorf("-client-cc %s: for the self-test's kernel clients (no -i)", o.clientCC)
 	case o.iface != "" && len(list) > 1:
@@ -463,7 +483,7 @@ func runClient(o options) error {
 	}
 	defer c.Close()
 	// The server does -mode; the client does the other half of it.
-	gbps, err := move(c, o.mode, o.bytes)
+	gbps, err := move(c, o.mode, o.bytes, o.buffer())
 	if err != nil {
 		return err
 	}
@@ -488,11 +508,11 @@ func serve(l net.Listener, o options, verbose bool) {
 			var n int64
 			switch o.mode {
 			case "echo":
-				n, _ = io.CopyBuffer(c, c, make([]byte, 256<<10))
+				n, _ = connloop.Echo(c, o.buffer())
 			case "sink":
-				n, _ = io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+				n, _ = connloop.Drain(c, o.buffer())
 			case "source":
-				n, _ = io.Copy(c, io.LimitReader(connloop.Zeros{}, o.bytes))
+				n, _ = connloop.WriteN(c, o.buffer(), o.bytes)
 			}
 			if verbose {
 				fmt.Printf("%s: %s %d bytes\n", c.RemoteAddr(), o.mode, n)
@@ -504,7 +524,7 @@ func serve(l net.Listener, o options, verbose bool) {
 // move is the client's half of a mode: it sends to a sink, reads from a
 // source, does both with an echo server. It returns Gbit/s (each way, for
 // echo) from the first byte to the server's close.
-func move(c net.Conn, mode string, n int64) (float64, error) {
+func move(c net.Conn, mode string, n int64, buf []byte) (float64, error) {
 	start := time.Now()
 	var sent, got int64
 	var werr error
@@ -513,13 +533,13 @@ func move(c net.Conn, mode string, n int64) (float64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sent, werr = io.Copy(c, io.LimitReader(connloop.Zeros{}, n))
+			sent, werr = connloop.WriteN(c, make([]byte, len(buf)), n)
 			if cw, ok := c.(interface{ CloseWrite() error }); ok && werr == nil {
 				werr = cw.CloseWrite()
 			}
 		}()
 	}
-	got, rerr := io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+	got, rerr := connloop.Drain(c, buf)
 	wg.Wait()
 	d := time.Since(start)
 	if werr != nil {
@@ -634,8 +654,8 @@ func selfTest(o options) error {
 	if anyOff {
 		all = append(all, &series{name: "kernel, B tx off", txOff: true})
 	}
-	fmt.Printf("server mode %s, %d MiB per run, %d-byte request/response on %d connections for %v, %d runs\n",
-		o.mode, o.bytes>>20, o.size, o.conns, o.rr, o.runs)
+	fmt.Printf("server mode %s, %d MiB per run in reads and writes of %d bytes, %d-byte request/response on %d connections for %v, %d runs\n",
+		o.mode, o.bytes>>20, len(o.buffer()), o.size, o.conns, o.rr, o.runs)
 
 	txOff := false // B's offloads as the kernel made them
 	defer func() {
@@ -761,7 +781,7 @@ func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, 
 		return r, err
 	}
 	c.SetDeadline(time.Now().Add(2 * time.Minute))
-	r.gbps, err = move(c, o.mode, o.bytes)
+	r.gbps, err = move(c, o.mode, o.bytes, o.buffer())
 	c.Close()
 	if err != nil {
 		return r, err
@@ -822,11 +842,11 @@ func serveSplit(l net.Listener, o options) {
 		}
 		switch mode {
 		case "echo":
-			io.CopyBuffer(c, c, make([]byte, 256<<10))
+			connloop.Echo(c, o.buffer())
 		case "sink":
-			io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+			connloop.Drain(c, o.buffer())
 		case "source":
-			io.Copy(c, io.LimitReader(connloop.Zeros{}, o.bytes))
+			connloop.WriteN(c, o.buffer(), o.bytes)
 		}
 	})
 }

@@ -113,3 +113,13 @@ func mustPrefix(t *testing.T, s string) netip.Prefix {
 	}
 	return p
 }
+
+func TestBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		buf, want int
+	}{{0, defaultBuf}, {1, 1}, {4096, 4096}, {maxBuf, maxBuf}} {
+		if got := len(options{buf: tc.buf}.buffer()); got != tc.want {
+			t.Errorf("options{buf: %d}.buffer() has %d bytes; want %d", tc.buf, got, tc.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"slices"
@@ -174,11 +173,11 @@ func (s *manyServer) handle(c net.Conn) {
 	}()
 	switch s.mode {
 	case "echo":
-		io.CopyBuffer(c, c, buf)
+		connloop.Echo(c, buf)
 	case "sink":
-		io.CopyBuffer(io.Discard, c, buf)
+		connloop.Drain(c, buf)
 	case "source":
-		io.CopyBuffer(c, io.LimitReader(connloop.Zeros{}, s.bytes), buf)
+		connloop.WriteN(c, buf, s.bytes)
 	}
 }
 
@@ -340,13 +339,13 @@ func moveMany(c net.Conn, mode string, n int64, buf, zero []byte) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			werr = writeAll(c, zero, n)
+			_, werr = connloop.WriteN(c, zero, n)
 			if werr == nil {
 				werr = c.(interface{ CloseWrite() error }).CloseWrite()
 			}
 		}()
 	}
-	got, rerr := io.CopyBuffer(io.Discard, c, buf)
+	got, rerr := connloop.Drain(c, buf)
 	wg.Wait()
 	if werr != nil {
 		return fmt.Errorf("send: %w", werr)
@@ -360,18 +359,6 @@ func moveMany(c net.Conn, mode string, n int64, buf, zero []byte) error {
 	}
 	if got != want {
 		return fmt.Errorf("%s: received %d bytes, want %d", mode, got, want)
-	}
-	return nil
-}
-
-// writeAll writes n bytes to c, taking them from block over and over.
-func writeAll(c net.Conn, block []byte, n int64) error {
-	for n > 0 {
-		w, err := c.Write(block[:min(n, int64(len(block)))])
-		if err != nil {
-			return err
-		}
-		n -= int64(w)
 	}
 	return nil
 }
