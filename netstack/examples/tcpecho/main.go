@@ -23,7 +23,9 @@
 //	sudo go run ./examples/tcpecho -backend afpacket,afxdp -runs 3
 //
 // -mode is what the server does with a connection: echo sends everything
-// back, sink reads and discards, source sends -bytes and closes.
+// back, sink reads and discards, source sends -bytes and closes. Every read
+// and write of a mode, on both ends and for the stack and the kernel alike,
+// asks for -buffer bytes (256 KiB by default).
 //
 // Addressing: give the stack an address the kernel does not own on that
 // interface, with the interface's MAC; tcpecho refuses a kernel-owned
