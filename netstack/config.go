@@ -97,6 +97,15 @@ type Config struct {
 	// about 2 ms a Linux peer with two small segments in flight may send
 	// a tail-loss probe (a duplicate segment) before the held ACK leaves.
 	AckDelay time.Duration
+	// SendEager makes a TCP sender send whatever an ACK lets it, at once,
+	// as upstream gVisor does. By default, while data is in flight, new
+	// data that the window would cut below a full (GSO) segment and below
+	// a third of the window waits for the next ACK, so that a bulk sender
+	// sends fewer, larger packets (Linux's tcp_tso_should_defer). Only new
+	// data is held, only while at least two full segments are in flight
+	// (their ACK comes at once and sends it), and never while a loss is
+	// being recovered.
+	SendEager bool
 }
 
 // Defaults used when a Config field is zero.

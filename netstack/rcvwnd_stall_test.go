@@ -33,7 +33,7 @@ import (
 // and drops both: RcvNxt and SndUna stay where they are, and on a real
 // connection both ends back off their retransmission timers for good.
 func TestRcvWindowBelowScaleUnitStall(t *testing.T) {
-	h := newRcvWndHarness(t)
+	h := newRcvWndHarness(t, false)
 	defer h.close()
 
 	// The stack has 1,000 bytes of its own in flight, unacknowledged.
@@ -129,7 +129,10 @@ type rcvWndHarness struct {
 	lastWnd  uint16       // window field of the stack's last segment
 }
 
-func newRcvWndHarness(t *testing.T) *rcvWndHarness {
+// newRcvWndHarness builds the stack, with host GSO on its link when gso is
+// set (segments of up to 32 KiB, the channel endpoint's limit), applies
+// opts to its TCP, and accepts one connection from the hand-played peer.
+func newRcvWndHarness(t *testing.T, gso bool, opts ...tcpip.SettableTransportProtocolOption) *rcvWndHarness {
 	t.Helper()
 	h := &rcvWndHarness{update: make(chan struct{}, 1)}
 	h.s = stack.New(stack.Options{
@@ -141,12 +144,15 @@ func newRcvWndHarness(t *testing.T) *rcvWndHarness {
 	// starts, and stays (its application does not read), at 64 KiB.
 	rng := tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: 64 << 10, Max: 64 << 20}
 	mod := tcpip.TCPModerateReceiveBufferOption(true)
-	for _, opt := range []tcpip.SettableTransportProtocolOption{&rng, &mod} {
+	for _, opt := range append([]tcpip.SettableTransportProtocolOption{&rng, &mod}, opts...) {
 		if err := h.s.SetTransportProtocolOption(tcp.ProtocolNumber, opt); err != nil {
 			t.Fatalf("SetTransportProtocolOption(%T): %v", opt, err)
 		}
 	}
 	h.ch = channel.New(1024, 1500, "")
+	if gso {
+		h.ch.SupportedGSOKind = stack.HostGSOSupported
+	}
 	if err := h.s.CreateNIC(1, h.ch); err != nil {
 		t.Fatalf("CreateNIC: %v", err)
 	}
@@ -167,11 +173,11 @@ func newRcvWndHarness(t *testing.T) *rcvWndHarness {
 
 	// Handshake: SYN with MSS 1460 and window scale 7, then the SYN-ACK.
 	iss := seqnum.Value(1000)
-	opts := make([]byte, 8)
-	header.EncodeMSSOption(1460, opts)
-	opts[4] = header.TCPOptionNOP
-	header.EncodeWSOption(7, opts[5:])
-	h.sendOpts(t, iss, 0, header.TCPFlagSyn, opts, nil)
+	synOpts := make([]byte, 8)
+	header.EncodeMSSOption(1460, synOpts)
+	synOpts[4] = header.TCPOptionNOP
+	header.EncodeWSOption(7, synOpts[5:])
+	h.sendOpts(t, iss, 0, header.TCPFlagSyn, synOpts, nil)
 	synAck := h.read(t)
 	if synAck.Flags() != header.TCPFlagSyn|header.TCPFlagAck {
 		h.close()
@@ -281,11 +287,21 @@ func (h *rcvWndHarness) waitState(t *testing.T, ok func(rcvWndState) bool) rcvWn
 // read returns the stack's next TCP segment and notes its window.
 func (h *rcvWndHarness) read(t *testing.T) header.TCP {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	seg := h.readWithin(2 * time.Second)
+	if seg == nil {
+		t.Fatal("the stack sent nothing within 2 s")
+	}
+	return seg
+}
+
+// readWithin returns the stack's next TCP segment, or nil if it sends
+// nothing within d, and notes its window.
+func (h *rcvWndHarness) readWithin(d time.Duration) header.TCP {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	pkt := h.ch.ReadContext(ctx)
 	if pkt == nil {
-		t.Fatal("the stack sent nothing within 2 s")
+		return nil
 	}
 	defer pkt.DecRef()
 	v := stack.PayloadSince(pkt.NetworkHeader())

@@ -84,7 +84,7 @@ type options struct {
 	bytes                                     int64
 	stats, rr, rxSpin, ackDelay               time.Duration
 	noGSO, noGRO, force, lowLatency           bool
-	generic, noTxCsum, rack                   bool
+	generic, noTxCsum, rack, sendEager        bool
 }
 
 const (
@@ -189,6 +189,7 @@ func main() {
 	flag.BoolVar(&o.lowLatency, "low-latency", true, "afpacket: TPACKET_V2 rings woken per packet (WithLowLatency); -low-latency=false: TPACKET_V3 blocks handed over when full or 1 ms after their first packet")
 	flag.DurationVar(&o.rxSpin, "rx-spin", 0, "netstack.Config.RxSpin: how long a busy receive queue is looked at before the goroutine sleeps (0: the default, negative: never)")
 	flag.DurationVar(&o.ackDelay, "ack-delay", 0, "netstack.Config.AckDelay: how long an answering connection holds an ACK for its reply to carry (0: the default, negative: never)")
+	flag.BoolVar(&o.sendEager, "send-eager", false, "netstack.Config.SendEager: send every opening of the window at once instead of waiting for a third of the window while data is in flight")
 	flag.BoolVar(&o.generic, "generic", false, "afxdp: attach in generic (SKB) mode instead of the best the driver offers")
 	flag.BoolVar(&o.noTxCsum, "no-tx-csum", false, "afxdp: compute TCP checksums in the stack instead of asking the device (WithTxChecksumOffload)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -337,6 +338,7 @@ func stackConfig(o options) (netstack.Config, error) {
 	cfg.RACK = o.rack
 	cfg.RxSpin = o.rxSpin
 	cfg.AckDelay = o.ackDelay
+	cfg.SendEager = o.sendEager
 	ifc, err := net.InterfaceByName(o.iface)
 	if err != nil {
 		return cfg, err
@@ -719,7 +721,7 @@ func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Pre
 	if first {
 		fmt.Println(deviceLine(dev))
 	}
-	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin, AckDelay: o.ackDelay, MTU: o.mtu})
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin, AckDelay: o.ackDelay, SendEager: o.sendEager, MTU: o.mtu})
 	if err != nil {
 		return result{}, err
 	}

@@ -84,9 +84,9 @@ func Drain(r io.Reader, buf []byte) (int64, error) {
 // WriteN writes n bytes to w, taking them from block over and over in
 // writes of len(block) bytes (the last one shorter), and returns how many
 // bytes w took (io.ErrShortBuffer for an empty block and n above 0). block
-// is only read, so clients may share one. Unlike
-// io.Copy, which hands a *net.TCPConn's ReadFrom a 32 KiB copy loop, every
-// write is as large as the caller chose.
+// is only read, so clients may share one. Unlike io.Copy, which hands a
+// *net.TCPConn's ReadFrom a 32 KiB copy loop, every write is as large as
+// the caller chose.
 func WriteN(w io.Writer, block []byte, n int64) (int64, error) {
 	if len(block) == 0 && n > 0 {
 		return 0, io.ErrShortBuffer
@@ -105,9 +105,9 @@ func WriteN(w io.Writer, block []byte, n int64) (int64, error) {
 // Echo writes back to rw everything it reads from it, asking for len(buf)
 // bytes in every read, until the end of the input; it returns how many
 // bytes it wrote and the first error other than io.EOF (io.ErrShortBuffer
-// for an empty buf). Unlike io.Copy on
-// a *net.TCPConn, which splices through a pipe, the kernel's TCP and the
-// stack's do the same reads and writes.
+// for an empty buf). Unlike io.Copy on a *net.TCPConn, which splices
+// through a pipe, the kernel's TCP and the stack's do the same reads and
+// writes.
 func Echo(rw io.ReadWriter, buf []byte) (int64, error) {
 	if len(buf) == 0 {
 		return 0, io.ErrShortBuffer

@@ -1382,6 +1382,20 @@ func (*TCPDelayedAckOption) isGettableTransportProtocolOption() {}
 
 func (*TCPDelayedAckOption) isSettableTransportProtocolOption() {}
 
+// TCPSendDeferOption is used by SetTransportProtocolOption and
+// TransportProtocolOption to let a bulk sender wait for a larger opening
+// of its window instead of sending every sliver an ACK opens: while data is
+// in flight and no loss is being recovered, a new segment that the
+// congestion or receive window would cut below a full (GSO) segment and
+// below a third of that window waits for the next ACK, as Linux's
+// tcp_tso_should_defer does with tcp_tso_win_divisor 3. False, the
+// default, sends at once.
+type TCPSendDeferOption bool
+
+func (*TCPSendDeferOption) isGettableTransportProtocolOption() {}
+
+func (*TCPSendDeferOption) isSettableTransportProtocolOption() {}
+
 // TCPMaxRTOOption is use by SetSockOpt/GetSockOpt to allow overriding
 // default MaxRTO used by the Stack.
 type TCPMaxRTOOption time.Duration

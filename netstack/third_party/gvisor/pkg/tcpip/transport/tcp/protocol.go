@@ -122,6 +122,8 @@ type protocol struct {
 	// +checklocks:mu
 	delayedAck time.Duration
 	// +checklocks:mu
+	sendDefer bool
+	// +checklocks:mu
 	maxRetries uint32
 	// +checklocks:mu
 	synRetries uint8
@@ -388,6 +390,12 @@ func (p *protocol) SetOption(option tcpip.SettableTransportProtocolOption) tcpip
 		p.mu.Unlock()
 		return nil
 
+	case *tcpip.TCPSendDeferOption:
+		p.mu.Lock()
+		p.sendDefer = bool(*v)
+		p.mu.Unlock()
+		return nil
+
 	case *tcpip.TCPMaxRTOOption:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -506,6 +514,12 @@ func (p *protocol) Option(option tcpip.GettableTransportProtocolOption) tcpip.Er
 	case *tcpip.TCPDelayedAckOption:
 		p.mu.RLock()
 		*v = tcpip.TCPDelayedAckOption(p.delayedAck)
+		p.mu.RUnlock()
+		return nil
+
+	case *tcpip.TCPSendDeferOption:
+		p.mu.RLock()
+		*v = tcpip.TCPSendDeferOption(p.sendDefer)
 		p.mu.RUnlock()
 		return nil
 

@@ -187,6 +187,10 @@ type sender struct {
 	// startCork start corking the segments.
 	startCork bool
 
+	// deferSend holds back a new segment that the window would cut short
+	// while data is in flight (TCPSendDeferOption); see shouldDefer.
+	deferSend bool
+
 	// corkTimer is used to drain the segments which are held when TCP_CORK
 	// option is enabled.
 	corkTimer timer `state:"nosave"`
@@ -329,6 +333,12 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 		panic(fmt.Sprintf("unable to get delayedAck from stack: %s", err))
 	}
 	ep.dack.delay = time.Duration(delayedAck)
+
+	var sendDefer tcpip.TCPSendDeferOption
+	if err := ep.snd.ep.stack.TransportProtocolOption(ProtocolNumber, &sendDefer); err != nil {
+		panic(fmt.Sprintf("unable to get sendDefer from stack: %s", err))
+	}
+	ep.snd.deferSend = bool(sendDefer)
 
 	var maxRetries tcpip.TCPMaxRetriesOption
 	if err := ep.snd.ep.stack.TransportProtocolOption(ProtocolNumber, &maxRetries); err != nil {
@@ -842,9 +852,14 @@ func (s *sender) NextSeg(nextSegHint *segment) (nextSeg, hint *segment, rescueRt
 // maybeSendSegment tries to send the specified segment and either coalesces
 // other segments into this one or splits the specified segment based on the
 // lower of the specified limit value or the receivers window size specified by
-// end.
+// end. With mayDefer (sendData's regular transmission, not a probe or a
+// recovery), new data the window cuts short may be held; see shouldDefer.
 // +checklocks:s.ep.mu
-func (s *sender) maybeSendSegment(seg *segment, limit int, end seqnum.Value) (sent bool) {
+func (s *sender) maybeSendSegment(seg *segment, limit int, end seqnum.Value, mayDefer bool) (sent bool) {
+	// New data, as opposed to a retransmission, may be deferred. The rest
+	// of a split segment keeps its flags (it counts as assigned) but not
+	// its place: it starts at SndNxt.
+	fresh := !s.isAssignedSequenceNumber(seg) || s.SndNxt.LessThanEq(seg.sequenceNumber)
 	// We abuse the flags field to determine if we have already
 	// assigned a sequence number to this segment.
 	if !s.isAssignedSequenceNumber(seg) {
@@ -988,6 +1003,10 @@ func (s *sender) maybeSendSegment(seg *segment, limit int, end seqnum.Value) (se
 			available = s.MaxPayloadSize
 		}
 
+		if mayDefer && fresh && s.shouldDefer(seg, available) {
+			return false
+		}
+
 		if seg.payloadSize() > available {
 			// A negative value causes splitSeg to panic anyways, so just panic
 			// earlier to get more information about the cause.
@@ -1013,6 +1032,39 @@ func (s *sender) maybeSendSegment(seg *segment, limit int, end seqnum.Value) (se
 	}
 
 	return true
+}
+
+// shouldDefer reports whether new data in seg, of which the window lets
+// available bytes go now, should wait for the next ACK instead (Linux's
+// tcp_tso_should_defer, with tcp_tso_win_divisor 3): only with
+// TCPSendDeferOption set, only in the Open state, only while at least two
+// full segments are in flight (a receiver acknowledges at least every
+// second full segment at once, RFC 5681 section 4.2, and that ACK calls
+// sendData again), and only when the window cuts the segment below both a
+// full GSO segment and a third of the window. Sending every sliver an ACK
+// opens makes as many small packets as there are ACKs, each with its own
+// trip through the link and the peer's stack.
+//
+// +checklocks:s.ep.mu
+func (s *sender) shouldDefer(seg *segment, available int) bool {
+	if !s.deferSend || s.state != tcpip.Open || seg.payloadSize() <= available {
+		return false
+	}
+	if int(s.SndUna.Size(s.SndNxt)) < 2*s.MaxPayloadSize {
+		return false
+	}
+	full := s.MaxPayloadSize
+	if s.gso {
+		full = int(s.ep.gso.MaxSize - header.TCPTotalHeaderMaximumSize - 1)
+	}
+	if available >= full {
+		return false
+	}
+	window := int(s.SndCwnd) * s.MaxPayloadSize
+	if w := int(s.SndWnd); w < window {
+		window = w
+	}
+	return available*3 < window
 }
 
 // zeroProbeJunk is data sent during zero window probes. Its value is
@@ -1127,7 +1179,7 @@ func (s *sender) sendData() {
 			s.updateWriteNext(seg.Next())
 			continue
 		}
-		if sent := s.maybeSendSegment(seg, limit, end); !sent {
+		if sent := s.maybeSendSegment(seg, limit, end, true /* mayDefer */); !sent {
 			break
 		}
 		dataSent = true
