@@ -1053,18 +1053,20 @@ func (s *sender) shouldDefer(seg *segment, available int) bool {
 	if int(s.SndUna.Size(s.SndNxt)) < 2*s.MaxPayloadSize {
 		return false
 	}
-	full := s.MaxPayloadSize
-	if s.gso {
-		full = int(s.ep.gso.MaxSize - header.TCPTotalHeaderMaximumSize - 1)
-	}
-	if available >= full {
+	if available >= s.fullSegmentSize() {
 		return false
 	}
-	window := int(s.SndCwnd) * s.MaxPayloadSize
-	if w := int(s.SndWnd); w < window {
-		window = w
-	}
+	window := min(int(s.SndCwnd)*s.MaxPayloadSize, int(s.SndWnd))
 	return available*3 < window
+}
+
+// fullSegmentSize is the most payload one segment may carry: an MSS, or
+// with GSO as much as the link segments at once.
+func (s *sender) fullSegmentSize() int {
+	if s.gso {
+		return int(s.ep.gso.MaxSize - header.TCPTotalHeaderMaximumSize - 1)
+	}
+	return s.MaxPayloadSize
 }
 
 // zeroProbeJunk is data sent during zero window probes. Its value is
@@ -1150,10 +1152,7 @@ func (s *sender) postXmit(dataSent bool, shouldScheduleProbe bool) {
 // +checklocks:s.ep.mu
 // +checklocksexclude:s.rtt.rttMutex
 func (s *sender) sendData() {
-	limit := s.MaxPayloadSize
-	if s.gso {
-		limit = int(s.ep.gso.MaxSize - header.TCPTotalHeaderMaximumSize - 1)
-	}
+	limit := s.fullSegmentSize()
 	end := s.SndUna.Add(s.SndWnd)
 
 	// Reduce the congestion window to min(IW, cwnd) per RFC 5681, page 10.
