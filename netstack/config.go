@@ -106,6 +106,19 @@ type Config struct {
 	// (their ACK comes at once and sends it), and never while a loss is
 	// being recovered.
 	SendEager bool
+	// EagerWake makes every goroutine a received segment wakes start an
+	// idle thread (on another CPU, if one is idle), as upstream gVisor and
+	// the Go runtime do. By default a receive goroutine hands a segment to
+	// TCP's processor goroutine without starting one, and the processor,
+	// when it has no other connection queued, hands the data (or the room
+	// to write) to the reader or writer the same way: each runs on the
+	// thread that woke it as soon as that thread sleeps or yields, which it
+	// does at once (a receive goroutine yields before its next batch). A
+	// request/response exchange then stays on one thread instead of waking
+	// another CPU at each hand-off; the README has the measurements.
+	// gVisor's TCPLazyWakeOption (the fourth patch); only amd64 has the
+	// runtime hook it needs, elsewhere every wake-up is eager.
+	EagerWake bool
 }
 
 // Defaults used when a Config field is zero.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
+	gsync "gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -62,6 +63,12 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 	}
 	idle := 0
 	lastCheck := time.Now()
+	// delivered: the last iteration handed a batch to the stack. With
+	// lazy wake-ups (not EagerWake) the goroutines that batch woke wait
+	// for this thread to sleep or yield, so when Poll finds the next
+	// batch the loop yields to them first (cheap, and nothing to do if
+	// Poll slept and they ran meanwhile).
+	delivered := false
 	for {
 		select {
 		case <-stop:
@@ -74,6 +81,10 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 			timeout = pollInterval
 		}
 		n, err := r.q.Poll(timeout)
+		if n > 0 && delivered && !r.e.cfg.EagerWake {
+			gsync.Goyield() // the goroutines the last batch woke run first
+		}
+		delivered = n > 0
 		if err != nil {
 			select {
 			case <-stop:
@@ -296,6 +307,7 @@ func (r *rxLoop) deliver(frame []byte, opts uint32, off packetio.Offload) {
 	pkt.PktType = pktType
 	pkt.Hash = uint32(r.idx)
 	pkt.RXChecksumValidated = true
+	pkt.WakeLazily = !e.cfg.EagerWake // run loops yield after every batch
 	if proto == header.ARPProtocolNumber {
 		r.disp.DeliverNetworkPacket(proto, pkt)
 	} else {

@@ -130,6 +130,7 @@ func (st *Stack) start() error {
 		ptr(lossDetection(r.RACK)),
 		ptr(tcpip.TCPDelayedAckOption(r.AckDelay)),
 		ptr(tcpip.TCPSendDeferOption(!r.SendEager)),
+		ptr(tcpip.TCPLazyWakeOption(!r.EagerWake)),
 		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: r.SendBufferSize, Max: max(r.SendBufferSize, 32<<20)},
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: r.ReceiveBufferSize, Max: max(r.ReceiveBufferSize, 32<<20)},
 	} {

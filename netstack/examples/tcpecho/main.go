@@ -85,6 +85,7 @@ type options struct {
 	stats, rr, rxSpin, ackDelay               time.Duration
 	noGSO, noGRO, force, lowLatency           bool
 	generic, noTxCsum, rack, sendEager        bool
+	eagerWake                                 bool
 }
 
 const (
@@ -190,6 +191,7 @@ func main() {
 	flag.DurationVar(&o.rxSpin, "rx-spin", 0, "netstack.Config.RxSpin: how long a busy receive queue is looked at before the goroutine sleeps (0: the default, negative: never)")
 	flag.DurationVar(&o.ackDelay, "ack-delay", 0, "netstack.Config.AckDelay: how long an answering connection holds an ACK for its reply to carry (0: the default, negative: never)")
 	flag.BoolVar(&o.sendEager, "send-eager", false, "netstack.Config.SendEager: send every opening of the window at once instead of waiting for a third of the window while data is in flight")
+	flag.BoolVar(&o.eagerWake, "eager-wake", false, "netstack.Config.EagerWake: start an idle thread for every goroutine a received segment wakes instead of letting it run on the waking thread")
 	flag.BoolVar(&o.generic, "generic", false, "afxdp: attach in generic (SKB) mode instead of the best the driver offers")
 	flag.BoolVar(&o.noTxCsum, "no-tx-csum", false, "afxdp: compute TCP checksums in the stack instead of asking the device (WithTxChecksumOffload)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -339,6 +341,7 @@ func stackConfig(o options) (netstack.Config, error) {
 	cfg.RxSpin = o.rxSpin
 	cfg.AckDelay = o.ackDelay
 	cfg.SendEager = o.sendEager
+	cfg.EagerWake = o.eagerWake
 	ifc, err := net.InterfaceByName(o.iface)
 	if err != nil {
 		return cfg, err
@@ -721,7 +724,7 @@ func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Pre
 	if first {
 		fmt.Println(deviceLine(dev))
 	}
-	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin, AckDelay: o.ackDelay, SendEager: o.sendEager, MTU: o.mtu})
+	s, err := netstack.New(dev, netstack.Config{Addr: addr, MAC: pair.A.MAC, NoGRO: o.noGRO, RACK: o.rack, RxSpin: o.rxSpin, AckDelay: o.ackDelay, SendEager: o.sendEager, EagerWake: o.eagerWake, MTU: o.mtu})
 	if err != nil {
 		return result{}, err
 	}

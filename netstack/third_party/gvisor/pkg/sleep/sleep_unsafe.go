@@ -444,6 +444,15 @@ func (w *Waker) Assert() {
 	w.assert(true /* wakep */)
 }
 
+// AssertWithoutWakep is Assert for a caller that is about to sleep or
+// yield: the sleeper's goroutine, if it was waiting, is made runnable on
+// the caller's processor without an idle thread being started for it, so
+// it runs when the caller sleeps or yields (or another thread steals it).
+// Where the runtime hook is missing (not amd64) it is Assert.
+func (w *Waker) AssertWithoutWakep() {
+	w.assert(false /* wakep */)
+}
+
 // Clear moves the waker to then non-asserted state and returns whether it was
 // asserted before being cleared.
 //

@@ -1396,6 +1396,32 @@ func (*TCPSendDeferOption) isGettableTransportProtocolOption() {}
 
 func (*TCPSendDeferOption) isSettableTransportProtocolOption() {}
 
+// TCPLazyWakeOption is used by SetTransportProtocolOption and
+// TransportProtocolOption to keep a hand-off between goroutines on the
+// thread that makes it. When it is set:
+//
+//   - a received segment marked stack.PacketBuffer.WakeLazily makes its
+//     endpoint's segment processor runnable without starting an idle
+//     thread for it: the goroutine delivering the packet promises to sleep
+//     or yield (sync.Goyield) once its batch is delivered, and the
+//     processor runs then, on that thread;
+//   - a processor handling the last endpoint in its queue readies the
+//     goroutines it wakes (a reader, a writer) the same way, and yields
+//     before it goes on if more endpoints arrived meanwhile.
+//
+// A request/response exchange then runs on one thread from the segment's
+// arrival to the reply instead of waking another CPU at each hand-off,
+// which costs an inter-processor interrupt and a context switch each time
+// and leaves the woken thread blocked in the network poller, where it takes
+// the next request's wake-up too. False, the default, starts an idle
+// thread at every wake-up, as the Go runtime does. Only amd64 has the
+// runtime hook; elsewhere the option changes nothing.
+type TCPLazyWakeOption bool
+
+func (*TCPLazyWakeOption) isGettableTransportProtocolOption() {}
+
+func (*TCPLazyWakeOption) isSettableTransportProtocolOption() {}
+
 // TCPMaxRTOOption is use by SetSockOpt/GetSockOpt to allow overriding
 // default MaxRTO used by the Stack.
 type TCPMaxRTOOption time.Duration

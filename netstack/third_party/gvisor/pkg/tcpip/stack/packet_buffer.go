@@ -166,6 +166,12 @@ type PacketBuffer struct {
 	// safely skipped.
 	RXChecksumValidated bool
 
+	// WakeLazily, on an inbound packet, says that the goroutine delivering
+	// it sleeps or yields once its batch is delivered, so that a goroutine
+	// the delivery wakes may wait for it instead of an idle thread being
+	// started (tcpip.TCPLazyWakeOption). A clone does not carry it.
+	WakeLazily bool
+
 	// NetworkPacketInfo holds an incoming packet's network-layer information.
 	NetworkPacketInfo NetworkPacketInfo
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"gvisor.dev/gvisor/pkg/atomicbitops"
 	"gvisor.dev/gvisor/pkg/log"
 	"gvisor.dev/gvisor/pkg/sleep"
 	"gvisor.dev/gvisor/pkg/sync"
@@ -100,6 +101,8 @@ type processor struct {
 	pauseWaker       sleep.Waker   `state:"nosave"`
 	pauseChan        chan struct{} `state:"nosave"`
 	resumeChan       chan struct{} `state:"nosave"`
+	// lazyWake is the dispatcher's TCPLazyWakeOption.
+	lazyWake *atomicbitops.Bool `state:"nosave"`
 }
 
 func (p *processor) close() {
@@ -112,6 +115,18 @@ func (p *processor) queueEndpoint(ep *Endpoint) {
 	// Queue an endpoint for processing by the processor goroutine.
 	p.epQ.enqueue(ep)
 	p.newEndpointWaker.Assert()
+}
+
+// queueEndpointLazily is queueEndpoint for a caller that sleeps or yields
+// once its batch of packets is delivered (TCPLazyWakeOption): the
+// processor runs then, on the caller's thread, unless another thread
+// takes it first.
+//
+// +checklocksexclude:p.epQ.mu
+// +checklocksexclude:ep.pendingProcessingMu
+func (p *processor) queueEndpointLazily(ep *Endpoint) {
+	p.epQ.enqueue(ep)
+	p.newEndpointWaker.AssertWithoutWakep()
 }
 
 // deliverAccepted delivers a passively connected endpoint to the accept queue
@@ -339,6 +354,14 @@ func (p *processor) start(wg *sync.WaitGroup) {
 				if ep.segmentQueue.empty() {
 					continue
 				}
+				// With TCPLazyWakeOption, the goroutines that handling
+				// the last queued endpoint wakes (its reader, its
+				// writer) wait for this thread, which sleeps right
+				// after, or yields below if more endpoints came.
+				lazy := p.lazyWake.Load() && p.epQ.empty()
+				if lazy {
+					sync.BeginWakeSuppression()
+				}
 				switch state := ep.EndpointState(); {
 				case state.connecting():
 					handleConnecting(ep)
@@ -365,6 +388,12 @@ func (p *processor) start(wg *sync.WaitGroup) {
 				// requeue this endpoint for processing.
 				if !ep.segmentQueue.empty() && !ep.isOwnedByUser() {
 					p.epQ.enqueue(ep)
+				}
+				if lazy {
+					sync.EndWakeSuppression()
+					if !p.epQ.empty() {
+						sync.Goyield()
+					}
 				}
 			}
 		}
@@ -400,6 +429,8 @@ type dispatcher struct {
 	paused bool
 	// +checklocks:mu
 	closed bool
+	// lazyWake is TCPLazyWakeOption.
+	lazyWake atomicbitops.Bool `state:"nosave"`
 }
 
 // init initializes a dispatcher and starts the main loop for all the processors
@@ -424,6 +455,7 @@ func (d *dispatcher) startLocked() {
 	}
 	for i := range d.processors {
 		p := &d.processors[i]
+		p.lazyWake = &d.lazyWake
 		p.sleeper.AddWaker(&p.newEndpointWaker)
 		p.sleeper.AddWaker(&p.closeWaker)
 		p.sleeper.AddWaker(&p.pauseWaker)
@@ -505,6 +537,10 @@ func (d *dispatcher) queuePacket(stackEP stack.TransportEndpoint, id stack.Trans
 	// goroutine as endpoint.UnlockUser will wake up the processor if the
 	// segment queue is not empty.
 	if !ep.isOwnedByUser() {
+		if pkt.WakeLazily && d.lazyWake.Load() {
+			d.selectProcessor(id).queueEndpointLazily(ep)
+			return
+		}
 		d.selectProcessor(id).queueEndpoint(ep)
 	}
 }

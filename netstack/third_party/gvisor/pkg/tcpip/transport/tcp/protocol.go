@@ -396,6 +396,10 @@ func (p *protocol) SetOption(option tcpip.SettableTransportProtocolOption) tcpip
 		p.mu.Unlock()
 		return nil
 
+	case *tcpip.TCPLazyWakeOption:
+		p.dispatcher.lazyWake.Store(bool(*v))
+		return nil
+
 	case *tcpip.TCPMaxRTOOption:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -521,6 +525,10 @@ func (p *protocol) Option(option tcpip.GettableTransportProtocolOption) tcpip.Er
 		p.mu.RLock()
 		*v = tcpip.TCPSendDeferOption(p.sendDefer)
 		p.mu.RUnlock()
+		return nil
+
+	case *tcpip.TCPLazyWakeOption:
+		*v = tcpip.TCPLazyWakeOption(p.dispatcher.lazyWake.Load())
 		return nil
 
 	case *tcpip.TCPMaxRTOOption:
