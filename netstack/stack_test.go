@@ -543,12 +543,24 @@ func TestFullQueue(t *testing.T) {
 	// initial window, ten segments) meets it however fast the transfer
 	// then runs: armed only in the rounds, it was missed whenever loss
 	// recovery kept every packet at three segments or fewer.
+	// The queue is full from the start too, and stays full until the
+	// stack has waited on it once (at most 2 s): toggled on a timer
+	// alone, a transfer that ran between the full periods (1 run in 30
+	// under the race detector) counted drops but no waits.
 	fb.tx[0].partial.Store(3)
+	fb.tx[0].full.Store(true)
 	stop := make(chan struct{})
 	stalls := make(chan struct{})
 	go func() {
 		defer close(stalls)
 		defer fb.tx[0].full.Store(false)
+		for start := time.Now(); b.Stats().TxWaits == 0 && time.Since(start) < 2*time.Second; {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
 		for i := 0; i < 80; i++ {
 			select {
 			case <-stop:

@@ -55,8 +55,9 @@ func Wakep() {
 }
 
 // BeginWakeSuppression starts a stretch in which a goroutine made
-// runnable (Goready, a channel send, a mutex handed over) does not start an
-// idle thread: the runtime is told that one more thread is already looking
+// runnable (Goready, a channel send, a mutex handed over), or a timer armed
+// earlier than the network poller's next wake-up, does not start an idle
+// thread: the runtime is told that one more thread is already looking
 // for work. It is process-wide, so keep it short, do not block inside it,
 // and sleep or yield soon after EndWakeSuppression, or what was woken
 // waits for a thread that has nothing else to do. A no-op where wake

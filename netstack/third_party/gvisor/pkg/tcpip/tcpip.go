@@ -1406,8 +1406,9 @@ func (*TCPSendDeferOption) isSettableTransportProtocolOption() {}
 //     or yield (sync.Goyield) once its batch is delivered, and the
 //     processor runs then, on that thread;
 //   - a processor handling the last endpoint in its queue readies the
-//     goroutines it wakes (a reader, a writer) the same way, and yields
-//     before it goes on if more endpoints arrived meanwhile.
+//     reader or writer it wakes the same way (and arms the delayed-ACK
+//     timer without starting a thread to watch it), and yields before it
+//     goes on if more endpoints arrived meanwhile.
 //
 // A request/response exchange then runs on one thread from the segment's
 // arrival to the reply instead of waking another CPU at each hand-off,

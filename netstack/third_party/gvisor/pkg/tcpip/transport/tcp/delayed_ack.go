@@ -17,6 +17,7 @@ package tcp
 import (
 	"time"
 
+	"gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 )
@@ -79,6 +80,14 @@ func (e *Endpoint) delayAckLocked() bool {
 	}
 	d.armed = true
 	d.deadline = e.stack.Clock().NowMonotonic().Add(d.delay)
+	if e.wakeLazily {
+		// Arming a timer earlier than the network poller's next wake-up
+		// starts an idle thread to watch it; the processor sleeps or
+		// yields right after (TCPLazyWakeOption), and its thread sees
+		// the timer then.
+		sync.BeginWakeSuppression()
+		defer sync.EndWakeSuppression()
+	}
 	if d.timer == nil {
 		d.timer = e.stack.Clock().AfterFunc(d.delay, timerHandler(e, e.delayedAckExpired))
 	} else {

@@ -212,16 +212,23 @@ func handleConnecting(ep *Endpoint) {
 // handleConnected is responsible for TCP processing for an endpoint in one of
 // the connected states(StateEstablished, StateFinWait1 etc.)
 //
+// With lazy set (TCPLazyWakeOption, the processor's last queued endpoint),
+// the reader or writer the segments wake is made runnable without starting
+// an idle thread (Endpoint.wakeLazily); the processor sleeps or yields
+// right after.
+//
 // +checklocksexclude:ep.segmentQueue.mu
-func handleConnected(ep *Endpoint) {
+func handleConnected(ep *Endpoint, lazy bool) {
 	if !ep.TryLock() {
 		return
 	}
+	ep.wakeLazily = lazy
 
 	if !ep.EndpointState().connected() {
 		// If the endpoint has already transitioned out of a connected
 		// state then just return (only possible if it was closed or
 		// timed out by the time we got around to processing the wakeup.
+		ep.wakeLazily = false
 		ep.mu.Unlock()
 		return
 	}
@@ -236,6 +243,7 @@ func handleConnected(ep *Endpoint) {
 		ep.resetConnectionLocked(err)
 		fallthrough
 	case ep.EndpointState() == StateClose:
+		ep.wakeLazily = false
 		ep.mu.Unlock()
 		ep.drainClosingSegmentQueue()
 		ep.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
@@ -243,6 +251,7 @@ func handleConnected(ep *Endpoint) {
 	case ep.EndpointState() == StateTimeWait:
 		startTimeWait(ep)
 	}
+	ep.wakeLazily = false
 	ep.mu.Unlock()
 }
 
@@ -354,19 +363,16 @@ func (p *processor) start(wg *sync.WaitGroup) {
 				if ep.segmentQueue.empty() {
 					continue
 				}
-				// With TCPLazyWakeOption, the goroutines that handling
-				// the last queued endpoint wakes (its reader, its
-				// writer) wait for this thread, which sleeps right
-				// after, or yields below if more endpoints came.
+				// With TCPLazyWakeOption, the reader or writer that
+				// handling the last queued endpoint wakes waits for
+				// this thread, which sleeps right after, or yields
+				// below if more endpoints came.
 				lazy := p.lazyWake.Load() && p.epQ.empty()
-				if lazy {
-					sync.BeginWakeSuppression()
-				}
 				switch state := ep.EndpointState(); {
 				case state.connecting():
 					handleConnecting(ep)
 				case state.connected() && state != StateTimeWait:
-					handleConnected(ep)
+					handleConnected(ep, lazy)
 				case state == StateTimeWait:
 					handleTimeWait(ep)
 				case state == StateListen:
@@ -389,11 +395,8 @@ func (p *processor) start(wg *sync.WaitGroup) {
 				if !ep.segmentQueue.empty() && !ep.isOwnedByUser() {
 					p.epQ.enqueue(ep)
 				}
-				if lazy {
-					sync.EndWakeSuppression()
-					if !p.epQ.empty() {
-						sync.Goyield()
-					}
+				if lazy && !p.epQ.empty() {
+					sync.Goyield()
 				}
 			}
 		}

@@ -433,6 +433,13 @@ type Endpoint struct {
 	ipv6HopLimit      int16
 	isConnectNotified bool
 
+	// wakeLazily is set while a segment processor handles the endpoint's
+	// segments with TCPLazyWakeOption: the readable and writable
+	// notifications it makes then ready their goroutines without starting
+	// an idle thread (notifyLazily).
+	// +checklocks:mu
+	wakeLazily bool `state:"nosave"`
+
 	// h stores a reference to the current handshake state if the endpoint is in
 	// the SYN-SENT or SYN-RECV states, in which case endpoint == endpoint.h.ep.
 	// nil otherwise.
@@ -3138,7 +3145,7 @@ func (e *Endpoint) updateSndBufferUsage(v int) {
 	if notify {
 		// Set the new send buffer size calculated from auto tuning.
 		e.ops.SetSendBufferSize(newSndBufSz, false /* notify */)
-		e.waiterQueue.Notify(waiter.WritableEvents)
+		e.notifyLazily(waiter.WritableEvents)
 	}
 }
 
@@ -3156,7 +3163,24 @@ func (e *Endpoint) readyToRead(s *segment) {
 		e.RcvClosed = true
 	}
 	e.rcvQueueMu.Unlock()
-	e.waiterQueue.Notify(waiter.ReadableEvents)
+	e.notifyLazily(waiter.ReadableEvents)
+}
+
+// notifyLazily notifies the endpoint's waiters of mask. While a processor
+// handles the endpoint with wakeLazily set, the goroutines it wakes are
+// made runnable without an idle thread being started for them: the
+// processor sleeps or yields once it is done. The suppression lasts for the
+// notification alone, which does not block.
+//
+// +checklocks:e.mu
+func (e *Endpoint) notifyLazily(mask waiter.EventMask) {
+	if !e.wakeLazily {
+		e.waiterQueue.Notify(mask)
+		return
+	}
+	sync.BeginWakeSuppression()
+	e.waiterQueue.Notify(mask)
+	sync.EndWakeSuppression()
 }
 
 // receiveBufferAvailableLocked calculates how many bytes are still available
