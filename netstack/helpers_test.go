@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/pipe"
 )
@@ -201,3 +204,16 @@ func checkClean(t *testing.T, name string, s *Stack) {
 }
 
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// checkTCPOption reads the TCP protocol option of want's type from s and
+// reports it unless it equals want: a Config field reaching gVisor.
+func checkTCPOption[O comparable, P interface {
+	*O
+	tcpip.GettableTransportProtocolOption
+}](t *testing.T, label string, s *Stack, want O) {
+	t.Helper()
+	var got O
+	if err := s.s.TransportProtocolOption(tcp.ProtocolNumber, P(&got)); err != nil || got != want {
+		t.Errorf("%s: %T = %v, %v; want %v", label, got, got, err, want)
+	}
+}

@@ -7,23 +7,14 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 )
 
 // TestEagerWakeConfig: Config.EagerWake reaches gVisor as
 // TCPLazyWakeOption (the fourth patch): lazy by default, eager when set.
 func TestEagerWakeConfig(t *testing.T) {
 	a, b := stackPair(t, Config{}, Config{EagerWake: true})
-	for _, tc := range []struct {
-		name string
-		s    *Stack
-		want tcpip.TCPLazyWakeOption
-	}{{"default", a, true}, {"EagerWake", b, false}} {
-		var got tcpip.TCPLazyWakeOption
-		if err := tc.s.s.TransportProtocolOption(tcp.ProtocolNumber, &got); err != nil || got != tc.want {
-			t.Errorf("%s: TCPLazyWakeOption = %v, %v; want %v", tc.name, got, err, tc.want)
-		}
-	}
+	checkTCPOption(t, "default", a, tcpip.TCPLazyWakeOption(true))
+	checkTCPOption(t, "EagerWake", b, tcpip.TCPLazyWakeOption(false))
 }
 
 // TestLazyWake: with lazy wake-ups (the default) and with EagerWake, a

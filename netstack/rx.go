@@ -74,11 +74,6 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 	}
 	idle := 0
 	lastCheck := time.Now()
-	// yieldDue: the last batch was delivered lazily (r.lazy): the
-	// goroutines it woke wait for this thread to sleep or yield, so when
-	// Poll finds the next batch at once the loop yields to them first
-	// (cheap, and nothing to do if Poll slept and they ran meanwhile).
-	yieldDue := false
 	for {
 		select {
 		case <-stop:
@@ -91,10 +86,12 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 			timeout = pollInterval
 		}
 		n, err := r.q.Poll(timeout)
-		if n > 0 && yieldDue {
-			gsync.Goyield() // the goroutines the last batch woke run first
+		if n > 0 && r.lazy {
+			// The goroutines the last batch woke wait for this thread
+			// to sleep or yield: they run first (cheap, and nothing to
+			// do if Poll slept and they ran meanwhile).
+			gsync.Goyield()
 		}
-		yieldDue = false
 		if err != nil {
 			select {
 			case <-stop:
@@ -137,7 +134,6 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 		r.batch(descs, offs)
 		r.gro.Flush()
 		r.q.Recycle(descs)
-		yieldDue = r.lazy
 	}
 }
 

@@ -92,14 +92,6 @@ func describeSeg(seg header.TCP) string {
 // default sets TCPSendDeferOption, SendEager clears it.
 func TestSendEagerConfig(t *testing.T) {
 	a, b := stackPair(t, Config{}, Config{SendEager: true})
-	for _, tc := range []struct {
-		name string
-		s    *Stack
-		want tcpip.TCPSendDeferOption
-	}{{"default", a, true}, {"SendEager", b, false}} {
-		var got tcpip.TCPSendDeferOption
-		if err := tc.s.s.TransportProtocolOption(tcp.ProtocolNumber, &got); err != nil || got != tc.want {
-			t.Errorf("%s: TCPSendDeferOption = %v, %v; want %v", tc.name, got, err, tc.want)
-		}
-	}
+	checkTCPOption(t, "default", a, tcpip.TCPSendDeferOption(true))
+	checkTCPOption(t, "SendEager", b, tcpip.TCPSendDeferOption(false))
 }

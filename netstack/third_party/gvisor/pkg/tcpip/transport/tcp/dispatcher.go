@@ -222,13 +222,11 @@ func handleConnected(ep *Endpoint, lazy bool) {
 	if !ep.TryLock() {
 		return
 	}
-	ep.wakeLazily = lazy
 
 	if !ep.EndpointState().connected() {
 		// If the endpoint has already transitioned out of a connected
 		// state then just return (only possible if it was closed or
 		// timed out by the time we got around to processing the wakeup.
-		ep.wakeLazily = false
 		ep.mu.Unlock()
 		return
 	}
@@ -237,13 +235,15 @@ func handleConnected(ep *Endpoint, lazy bool) {
 	// we get to handleSegments the endpoint may not be in ESTABLISHED. But
 	// this should be fine as all normal shutdown states are handled by
 	// handleSegmentsLocked.
-	switch err := ep.handleSegmentsLocked(); {
+	ep.wakeLazily = lazy
+	err := ep.handleSegmentsLocked()
+	ep.wakeLazily = false
+	switch {
 	case err != nil:
 		// Send any active resets if required.
 		ep.resetConnectionLocked(err)
 		fallthrough
 	case ep.EndpointState() == StateClose:
-		ep.wakeLazily = false
 		ep.mu.Unlock()
 		ep.drainClosingSegmentQueue()
 		ep.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
@@ -251,7 +251,6 @@ func handleConnected(ep *Endpoint, lazy bool) {
 	case ep.EndpointState() == StateTimeWait:
 		startTimeWait(ep)
 	}
-	ep.wakeLazily = false
 	ep.mu.Unlock()
 }
 
