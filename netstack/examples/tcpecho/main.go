@@ -21,11 +21,17 @@
 //	sudo go run ./examples/tcpecho -i veth0 -ip 192.0.2.10/24 -port 8080
 //	sudo go run ./examples/tcpecho -i veth0 -ip 192.0.2.10/24 -client 192.0.2.1:8080 -mode sink
 //	sudo go run ./examples/tcpecho -backend afpacket,afxdp -runs 3
+//	sudo go run ./examples/tcpecho -backend afpacket,afxdp -mode all -runs 5 -kernel-mtu-packets
 //
 // -mode is what the server does with a connection: echo sends everything
-// back, sink reads and discards, source sends -bytes and closes. Every read
-// and write of a mode, on both ends and for the stack and the kernel alike,
-// asks for -buffer bytes (256 KiB by default).
+// back, sink reads and discards, source sends -bytes and closes; in the
+// self-test, all does the three in turn in every run of every series. Every
+// read and write of a mode, on both ends and for the stack and the kernel
+// alike, asks for -buffer bytes (256 KiB by default). The self-test prints
+// each stack's median ratio to the kernel measured in the same runs, with
+// B's offloads as the stack had them; -kernel-mtu-packets adds the kernel
+// sending one packet per segment (A's TSO and GSO off), which is what a
+// stack on copy-mode AF_XDP sends.
 //
 // Addressing: give the stack an address the kernel does not own on that
 // interface, with the interface's MAC; tcpecho refuses a kernel-owned
@@ -85,8 +91,21 @@ type options struct {
 	stats, rr, rxSpin, ackDelay               time.Duration
 	noGSO, noGRO, force, lowLatency           bool
 	generic, noTxCsum, rack, sendEager        bool
-	eagerWake                                 bool
+	eagerWake, kernelMTUPackets               bool
 }
+
+// modes are the transfers of each self-test measurement: -mode, or with
+// -mode all sink, source and echo in turn.
+func (o options) modes() []string {
+	if o.mode == "all" {
+		return []string{"sink", "source", "echo"}
+	}
+	return []string{o.mode}
+}
+
+// modeTags is the first byte a self-test client sends, saying which
+// transfer the server is to do; 'r' is request/response (echo).
+var modeTags = map[string]byte{"sink": 'i', "source": 'o', "echo": 'e'}
 
 const (
 	// defaultBuf is -buffer's size when it is not given.
@@ -173,7 +192,7 @@ func main() {
 	flag.IntVar(&o.port, "port", 8080, "port to serve on")
 	flag.StringVar(&o.client, "client", "", "connect to host:port instead of serving")
 	flag.Int64Var(&o.bytes, "bytes", 64<<20, "bytes to move per measurement (and per source connection)")
-	flag.StringVar(&o.mode, "mode", "sink", "echo, sink or source")
+	flag.StringVar(&o.mode, "mode", "sink", "echo, sink or source (self-test: or all, the three in turn in every run of every series)")
 	flag.DurationVar(&o.stats, "stats", 0, "print the stack's counters this often (0: at the end only, self-test)")
 	flag.DurationVar(&o.rr, "rr", 2*time.Second, "self-test: request/response round trips for this long (0: skip)")
 	flag.IntVar(&o.size, "size", 64, "request and response size for -rr")
@@ -191,6 +210,7 @@ func main() {
 	flag.DurationVar(&o.rxSpin, "rx-spin", 0, "netstack.Config.RxSpin: how long a busy receive queue is looked at before the goroutine sleeps (0: the default, negative: never)")
 	flag.DurationVar(&o.ackDelay, "ack-delay", 0, "netstack.Config.AckDelay: how long an answering connection holds an ACK for its reply to carry (0: the default, negative: never)")
 	flag.BoolVar(&o.sendEager, "send-eager", false, "netstack.Config.SendEager: send every opening of the window at once instead of waiting for a third of the window while data is in flight")
+	flag.BoolVar(&o.kernelMTUPackets, "kernel-mtu-packets", false, "self-test: also measure the kernel with A's segmentation offloads (TSO and GSO) and B's transmit offloads off, so that A sends one MTU-sized packet per segment as copy-mode AF_XDP does")
 	flag.BoolVar(&o.eagerWake, "eager-wake", false, "netstack.Config.EagerWake: start an idle thread for every goroutine a received segment wakes instead of letting it run on the waking thread")
 	flag.BoolVar(&o.generic, "generic", false, "afxdp: attach in generic (SKB) mode instead of the best the driver offers")
 	flag.BoolVar(&o.noTxCsum, "no-tx-csum", false, "afxdp: compute TCP checksums in the stack instead of asking the device (WithTxChecksumOffload)")
@@ -218,8 +238,12 @@ func main() {
 	}
 	switch {
 	case err != nil:
-	case o.mode != "echo" && o.mode != "sink" && o.mode != "source":
-		err = fmt.Errorf("-mode %q: want echo, sink or source", o.mode)
+	case o.mode == "all" && (o.iface != "" || o.many > 0):
+		err = errors.New("-mode all: for the self-test's single transfers (no -i, no -many)")
+	case o.mode != "all" && o.mode != "echo" && o.mode != "sink" && o.mode != "source":
+		err = fmt.Errorf("-mode %q: want echo, sink, source or all", o.mode)
+	case o.kernelMTUPackets && (o.iface != "" || o.many > 0):
+		err = errors.New("-kernel-mtu-packets: for the self-test's single transfers (no -i, no -many)")
 	case o.buf < 0 || o.buf > maxBuf:
 		err = fmt.Errorf("-buffer %d: want 1 to %d bytes (0: %d)", o.buf, maxBuf, defaultBuf)
 	case o.iface != "" && o.clientCC != "":
@@ -595,9 +619,10 @@ func printStats(s *netstack.Stack) {
 
 // result is one run's numbers.
 type result struct {
-	gbps, rps float64
-	many      *manyResult     // with -many
-	stats     *netstack.Stats // the stack's counters after the run (netstack only)
+	gbps  []float64       // Gbit/s of each of -mode's transfers (options.modes)
+	rps   float64         // request/response round trips a second
+	many  *manyResult     // with -many
+	stats *netstack.Stats // the stack's counters after the run (netstack only)
 }
 
 // selfTest measures netstack on every backend of -backend, and the
@@ -638,45 +663,55 @@ func selfTest(o options) error {
 	}
 	fmt.Printf("veth %s (A) <-> %s (B); netstack on A at %s; kernel server on A at 10.9.0.1; client: the kernel on B (congestion control %s)\n",
 		pair.A.Link, pair.B.Link, stackAddr.Addr(), cc)
-	// Each series is one backend, or the kernel with B's checksum
-	// offload on (its default) or off.
+	// Each series is one backend, or the kernel with B's transmit
+	// offloads on (its default) or off, or with A's segmentation off too.
+	// A stack's ratios are to the kernel with B's offloads as the stack
+	// had them, in the same run.
 	type series struct {
 		name, backend string
-		txOff         bool
+		offloads      offloads
+		refs          []*series
 		rs            []result
 	}
-	var all []*series
+	kernel := &series{name: "kernel"}
+	kernelOff := &series{name: "kernel, B tx off", offloads: offloads{bTxOff: true}}
+	kernelMTU := &series{name: "kernel, MTU packets", offloads: offloads{bTxOff: true, aOff: true}}
+	var all, stacks []*series
 	anyOff := false
 	for _, b := range list {
-		off := peerTxOff(o, b)
-		anyOff = anyOff || off
-		all = append(all, &series{name: "netstack/" + b, backend: b, txOff: off})
+		se := &series{name: "netstack/" + b, backend: b, refs: []*series{kernel}}
+		if peerTxOff(o, b) {
+			anyOff = true
+			se.offloads.bTxOff = true
+			se.refs = []*series{kernelOff}
+			if o.kernelMTUPackets {
+				se.refs = append(se.refs, kernelMTU)
+			}
+		}
+		all, stacks = append(all, se), append(stacks, se)
 		fmt.Printf("netstack/%s: %s", b, describe(o, b))
-		if off {
+		if se.offloads.bTxOff {
 			fmt.Printf("; B's transmit checksum offload and TSO off (ethtool) while it runs")
 		}
 		fmt.Println()
 	}
-	all = append(all, &series{name: "kernel"})
+	all = append(all, kernel)
 	if anyOff {
-		all = append(all, &series{name: "kernel, B tx off", txOff: true})
+		all = append(all, kernelOff)
+	}
+	if o.kernelMTUPackets {
+		all = append(all, kernelMTU)
+		fmt.Println("kernel, MTU packets: A's TSO and GSO off (its TCP sends one MTU-sized packet per segment, as a stack on copy-mode AF_XDP does) and B's transmit offloads off")
 	}
 	fmt.Printf("server mode %s, %d MiB per run in reads and writes of %d bytes, %d-byte request/response on %d connections for %v, %d runs\n",
-		o.mode, o.bytes>>20, len(o.buffer()), o.size, o.conns, o.rr, o.runs)
+		strings.Join(o.modes(), ", "), o.bytes>>20, len(o.buffer()), o.size, o.conns, o.rr, o.runs)
 
-	txOff := false // B's offloads as the kernel made them
-	defer func() {
-		if txOff {
-			pair.B.SetFeature("tx", true)
-		}
-	}()
+	var now offloads // the pair's offloads as the kernel made them
+	defer now.set(pair, offloads{})
 	for run := 1; run <= o.runs; run++ {
 		for _, se := range all {
-			if se.txOff != txOff {
-				if err := pair.B.SetFeature("tx", !se.txOff); err != nil {
-					return err
-				}
-				txOff = se.txOff
+			if err := now.set(pair, se.offloads); err != nil {
+				return err
 			}
 			var r result
 			var err error
@@ -688,26 +723,94 @@ func selfTest(o options) error {
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", se.name, run, err)
 			}
-			fmt.Printf("run %d %-18s %s %.2f Gbit/s, %.0f req/s\n", run, se.name+":", o.mode, r.gbps, r.rps)
+			fmt.Printf("run %d %-22s %s\n", run, se.name+":", r.line(o.modes()))
 			se.rs = append(se.rs, r)
 		}
 	}
-	fmt.Printf("median of %d:\n", o.runs)
+	fmt.Printf("median of %d (min-max):\n", o.runs)
 	for _, se := range all {
-		g, r := medians(se.rs)
-		fmt.Printf("  %-18s %s %.2f Gbit/s, %.0f req/s\n", se.name+":", o.mode, g, r)
+		fmt.Printf("  %-22s %s\n", se.name+":", summary(o.modes(), se.rs, nil))
+	}
+	fmt.Printf("ratio to the kernel, median of the %d runs' ratios (min-max):\n", o.runs)
+	for _, se := range stacks {
+		for _, ref := range se.refs {
+			fmt.Printf("  %-22s %s\n", se.name+" / "+ref.name+":", summary(o.modes(), se.rs, ref.rs))
+		}
 	}
 	return nil
 }
 
-func medians(rs []result) (float64, float64) {
-	var g, r []float64
-	for _, x := range rs {
-		g, r = append(g, x.gbps), append(r, x.rps)
+// offloads are the changes the self-test makes to the pair's offloads
+// for one series.
+type offloads struct {
+	bTxOff bool // B's transmit checksum offload (and with it TSO) off
+	aOff   bool // A's transmit checksum offload, TSO and GSO off
+}
+
+// set changes the pair's offloads from *f to want. The namespaces go when
+// the self-test ends, and the self-test puts the kernel's defaults back
+// before then.
+func (f *offloads) set(pair *netns.Pair, want offloads) error {
+	if want.bTxOff != f.bTxOff {
+		f.bTxOff = want.bTxOff
+		if err := pair.B.SetFeature("tx", !want.bTxOff); err != nil {
+			return err
+		}
 	}
-	slices.Sort(g)
-	slices.Sort(r)
-	return g[len(g)/2], r[len(r)/2]
+	if want.aOff != f.aOff {
+		f.aOff = want.aOff
+		for _, name := range []string{"tx", "gso"} {
+			if err := pair.A.SetFeature(name, !want.aOff); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// line is one run's figures: Gbit/s of each mode (each way, for echo),
+// then request/response.
+func (r result) line(modes []string) string {
+	var b strings.Builder
+	for i, m := range modes {
+		fmt.Fprintf(&b, "%s %.2f Gbit/s, ", m, r.gbps[i])
+	}
+	fmt.Fprintf(&b, "%.0f req/s", r.rps)
+	return b.String()
+}
+
+// summary is the median (min-max) of every figure of rs, or with refs (a
+// series measured in the same runs) of the per-run ratios rs/refs.
+func summary(modes []string, rs, refs []result) string {
+	pick := func(f func(result) float64) string {
+		var xs []float64
+		for i, r := range rs {
+			x := f(r)
+			if refs != nil {
+				x /= f(refs[i])
+			}
+			xs = append(xs, x)
+		}
+		slices.Sort(xs)
+		format := "%.2f (%.2f-%.2f)"
+		if refs == nil && f(rs[0]) > 100 {
+			format = "%.0f (%.0f-%.0f)"
+		}
+		return fmt.Sprintf(format, xs[len(xs)/2], xs[0], xs[len(xs)-1])
+	}
+	var parts []string
+	for i, m := range modes {
+		parts = append(parts, m+" "+pick(func(r result) float64 { return r.gbps[i] }))
+	}
+	unit := " (Gbit/s)"
+	if rs[0].rps > 0 {
+		parts = append(parts, "request/response "+pick(func(r result) float64 { return r.rps }))
+		unit = " (Gbit/s, req/s)"
+	}
+	if refs != nil {
+		unit = ""
+	}
+	return strings.Join(parts, ", ") + unit
 }
 
 func measureNetstack(o options, backend string, pair *netns.Pair, addr netip.Prefix, first bool) (result, error) {
@@ -783,15 +886,18 @@ func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, 
 		return c, nil
 	}
 	var r result
-	c, err := dial('m')
-	if err != nil {
-		return r, err
-	}
-	c.SetDeadline(time.Now().Add(2 * time.Minute))
-	r.gbps, err = move(c, o.mode, o.bytes, o.buffer())
-	c.Close()
-	if err != nil {
-		return r, err
+	for _, mode := range o.modes() {
+		c, err := dial(modeTags[mode])
+		if err != nil {
+			return r, err
+		}
+		c.SetDeadline(time.Now().Add(2 * time.Minute))
+		g, err := move(c, mode, o.bytes, o.buffer())
+		c.Close()
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", mode, err)
+		}
+		r.gbps = append(r.gbps, g)
 	}
 	if o.rr <= 0 {
 		return r, nil
@@ -830,9 +936,8 @@ func measure(o options, pair *netns.Pair, l net.Listener, addr string) (result, 
 	return r, nil
 }
 
-// serveSplit serves the self-test's two kinds of connection: the first
-// byte says whether it is the -mode transfer ('m') or round trips ('r',
-// always echo).
+// serveSplit serves the self-test's connections: the first byte says
+// which transfer (modeTags) or round trips ('r', always echo).
 //
 // When l closes, the connections still open are closed too: the client has
 // finished or given up by then, and a handler blocked on a stalled
@@ -843,9 +948,11 @@ func serveSplit(l net.Listener, o options) {
 		if _, err := io.ReadFull(c, tag[:]); err != nil {
 			return
 		}
-		mode := o.mode
-		if tag[0] == 'r' {
-			mode = "echo"
+		mode := "echo" // 'r', request/response
+		for m, t := range modeTags {
+			if t == tag[0] {
+				mode = m
+			}
 		}
 		switch mode {
 		case "echo":

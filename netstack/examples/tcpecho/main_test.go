@@ -2,10 +2,13 @@ package main
 
 import (
 	"net/netip"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/netstack"
 )
@@ -22,6 +25,13 @@ func TestSelfTest(t *testing.T) {
 		if err := selfTest(o); err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
+	}
+	// The table in one invocation: every mode in every run, and
+	// the kernel sending MTU-sized packets beside the others.
+	o := base
+	o.mode, o.backend, o.runs, o.kernelMTUPackets = "all", "afpacket,afxdp", 2, true
+	if err := selfTest(o); err != nil {
+		t.Fatalf("-mode all -kernel-mtu-packets: %v", err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -121,5 +131,104 @@ func TestBuffer(t *testing.T) {
 		if got := len(options{buf: tc.buf}.buffer()); got != tc.want {
 			t.Errorf("options{buf: %d}.buffer() has %d bytes; want %d", tc.buf, got, tc.want)
 		}
+	}
+}
+
+func TestModes(t *testing.T) {
+	if got := (options{mode: "all"}).modes(); !slices.Equal(got, []string{"sink", "source", "echo"}) {
+		t.Errorf("-mode all: %v", got)
+	}
+	if got := (options{mode: "echo"}).modes(); !slices.Equal(got, []string{"echo"}) {
+		t.Errorf("-mode echo: %v", got)
+	}
+	// Every transfer has its own first byte, and none is request/response's.
+	seen := map[byte]string{'r': "request/response"}
+	for m, tag := range modeTags {
+		if other, dup := seen[tag]; dup {
+			t.Errorf("%s and %s share the tag %q", m, other, tag)
+		}
+		seen[tag] = m
+	}
+}
+
+// summary prints the median (the upper one of an even count) and the
+// range of every figure, or of the per-run ratios to a reference series.
+func TestSummary(t *testing.T) {
+	modes := []string{"sink", "echo"}
+	rs := []result{
+		{gbps: []float64{4, 1}, rps: 30000},
+		{gbps: []float64{2, 3}, rps: 20000},
+		{gbps: []float64{3, 2}, rps: 40000},
+	}
+	refs := []result{
+		{gbps: []float64{8, 4}, rps: 60000},
+		{gbps: []float64{8, 4}, rps: 40000},
+		{gbps: []float64{4, 4}, rps: 50000},
+	}
+	for _, tc := range []struct {
+		name     string
+		rs, refs []result
+		modes    []string
+		want     string
+	}{
+		{"figures", rs, nil, modes, "sink 3.00 (2.00-4.00), echo 2.00 (1.00-3.00), request/response 30000 (20000-40000) (Gbit/s, req/s)"},
+		{"ratios", rs, refs, modes, "sink 0.50 (0.25-0.75), echo 0.50 (0.25-0.75), request/response 0.50 (0.50-0.80)"},
+		{"no round trips", []result{{gbps: []float64{1.5}}, {gbps: []float64{2.5}}}, nil, []string{"source"}, "source 2.50 (1.50-2.50) (Gbit/s)"},
+	} {
+		if got := summary(tc.modes, tc.rs, tc.refs); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+	if got, want := rs[0].line(modes), "sink 4.00 Gbit/s, echo 1.00 Gbit/s, 30000 req/s"; got != want {
+		t.Errorf("line: %q, want %q", got, want)
+	}
+}
+
+// offloads.set turns the pair's offloads off for a series and back on,
+// and the kernel then shows what it showed before.
+func TestOffloadsSet(t *testing.T) {
+	testenv.NeedRoot(t)
+	pair := netns.New(t)
+	features := func(h *netns.Host) string {
+		t.Helper()
+		var out []byte
+		if err := h.Do(func() (err error) {
+			out, err = exec.Command("ethtool", "-k", h.Link).Output()
+			return err
+		}); err != nil {
+			t.Fatalf("ethtool -k %s: %v", h.Link, err)
+		}
+		var on []string
+		for _, l := range strings.Split(string(out), "\n") {
+			// tx-tcp-segmentation, not the summary line
+			// tcp-segmentation-offload, which says "on" while
+			// its parts are off because checksums are.
+			for _, f := range []string{"tx-checksumming", "tx-tcp-segmentation", "generic-segmentation-offload"} {
+				if strings.HasPrefix(strings.TrimSpace(l), f+": ") {
+					on = append(on, f+"="+strings.Fields(l)[1])
+				}
+			}
+		}
+		return strings.Join(on, " ")
+	}
+	beforeA, beforeB := features(pair.A), features(pair.B)
+	if beforeA != "tx-checksumming=on tx-tcp-segmentation=on generic-segmentation-offload=on" {
+		t.Fatalf("a new veth's offloads: %s", beforeA)
+	}
+	var now offloads
+	if err := now.set(pair, offloads{bTxOff: true, aOff: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := features(pair.A), "tx-checksumming=off tx-tcp-segmentation=off generic-segmentation-offload=off"; got != want {
+		t.Errorf("A with aOff: %s, want %s", got, want)
+	}
+	if got := features(pair.B); !strings.HasPrefix(got, "tx-checksumming=off tx-tcp-segmentation=off") {
+		t.Errorf("B with bTxOff: %s", got)
+	}
+	if err := now.set(pair, offloads{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := features(pair.A), features(pair.B); a != beforeA || b != beforeB {
+		t.Errorf("after: A %s, B %s; want %s and %s as before", a, b, beforeA, beforeB)
 	}
 }

@@ -128,9 +128,9 @@ func measureMany(o options, pair *netns.Pair, l net.Listener, addr string) (resu
 	}
 	fmt.Println("  " + r.report(o.mode, o.bytes, buffers))
 	if why := r.failed(); why != "" {
-		return result{gbps: r.gbps, many: &r}, errors.New(why)
+		return result{gbps: []float64{r.gbps}, many: &r}, errors.New(why)
 	}
-	return result{gbps: r.gbps, many: &r}, nil
+	return result{gbps: []float64{r.gbps}, many: &r}, nil
 }
 
 // manyServer hands each accepted connection one of its preallocated
