@@ -782,7 +782,9 @@ func (r result) line(modes []string) string {
 // summary is the median (min-max) of every figure of rs, or with refs (a
 // series measured in the same runs) of the per-run ratios rs/refs.
 func summary(modes []string, rs, refs []result) string {
-	pick := func(f func(result) float64) string {
+	// pick gives one figure's median (min-max), whole numbers for counts
+	// (round trips a second), two decimals for rates and ratios.
+	pick := func(f func(result) float64, count bool) string {
 		var xs []float64
 		for i, r := range rs {
 			x := f(r)
@@ -793,18 +795,18 @@ func summary(modes []string, rs, refs []result) string {
 		}
 		slices.Sort(xs)
 		format := "%.2f (%.2f-%.2f)"
-		if refs == nil && f(rs[0]) > 100 {
+		if count && refs == nil {
 			format = "%.0f (%.0f-%.0f)"
 		}
 		return fmt.Sprintf(format, xs[len(xs)/2], xs[0], xs[len(xs)-1])
 	}
 	var parts []string
 	for i, m := range modes {
-		parts = append(parts, m+" "+pick(func(r result) float64 { return r.gbps[i] }))
+		parts = append(parts, m+" "+pick(func(r result) float64 { return r.gbps[i] }, false))
 	}
 	unit := " (Gbit/s)"
 	if rs[0].rps > 0 {
-		parts = append(parts, "request/response "+pick(func(r result) float64 { return r.rps }))
+		parts = append(parts, "request/response "+pick(func(r result) float64 { return r.rps }, true))
 		unit = " (Gbit/s, req/s)"
 	}
 	if refs != nil {

@@ -174,6 +174,7 @@ func TestSummary(t *testing.T) {
 		{"figures", rs, nil, modes, "sink 3.00 (2.00-4.00), echo 2.00 (1.00-3.00), request/response 30000 (20000-40000) (Gbit/s, req/s)"},
 		{"ratios", rs, refs, modes, "sink 0.50 (0.25-0.75), echo 0.50 (0.25-0.75), request/response 0.50 (0.50-0.80)"},
 		{"no round trips", []result{{gbps: []float64{1.5}}, {gbps: []float64{2.5}}}, nil, []string{"source"}, "source 2.50 (1.50-2.50) (Gbit/s)"},
+		{"a rate above 100", []result{{gbps: []float64{150.5}, rps: 99.5}}, nil, []string{"sink"}, "sink 150.50 (150.50-150.50), request/response 100 (100-100) (Gbit/s, req/s)"},
 	} {
 		if got := summary(tc.modes, tc.rs, tc.refs); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
