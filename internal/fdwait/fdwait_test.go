@@ -239,16 +239,31 @@ func TestClose(t *testing.T) {
 }
 
 // TestWaitEdge: with a ready that does not ask Pending (afxdp's, whose
-// ring shows every event), an event during the wait still wakes it.
+// ring shows every event), an event during the wait still wakes it. The
+// writer writes every 100 µs until Wait returns: an event before Wait
+// began is, by Wait's contract, not seen by such a ready, and a single
+// write 100 µs after the round starts came before the wait when the
+// machine was loaded (a make test hung here for ten minutes).
 func TestWaitEdge(t *testing.T) {
 	r, wr := pipe(t)
 	w := newWaiter(t, never, r)
 	for i := range 100 {
+		done := make(chan struct{})
 		go func() {
-			time.Sleep(100 * time.Microsecond)
-			_, _ = unix.Write(wr, []byte{1})
+			tick := time.NewTicker(100 * time.Microsecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					_, _ = unix.Write(wr, []byte{1})
+				}
+			}
 		}()
-		if got, err := w.Wait(time.Hour); !got || err != nil {
+		got, err := w.Wait(time.Minute)
+		close(done)
+		if !got || err != nil {
 			t.Fatalf("round %d: Wait = %v, %v; want true, nil", i, got, err)
 		}
 	}
