@@ -236,13 +236,16 @@ func main() {
 	if err == nil {
 		err = manyDefaults(&o)
 	}
+	// single: the self-test's single transfers, which -mode all and
+	// -kernel-mtu-packets are for.
+	single := o.iface == "" && o.many == 0
 	switch {
 	case err != nil:
-	case o.mode == "all" && (o.iface != "" || o.many > 0):
+	case o.mode == "all" && !single:
 		err = errors.New("-mode all: for the self-test's single transfers (no -i, no -many)")
 	case o.mode != "all" && o.mode != "echo" && o.mode != "sink" && o.mode != "source":
 		err = fmt.Errorf("-mode %q: want echo, sink, source or all", o.mode)
-	case o.kernelMTUPackets && (o.iface != "" || o.many > 0):
+	case o.kernelMTUPackets && !single:
 		err = errors.New("-kernel-mtu-packets: for the self-test's single transfers (no -i, no -many)")
 	case o.buf < 0 || o.buf > maxBuf:
 		err = fmt.Errorf("-buffer %d: want 1 to %d bytes (0: %d)", o.buf, maxBuf, defaultBuf)
