@@ -118,8 +118,11 @@ func (q *RxQueue) Fill(n int) int {
 // lower bound). A negative timeout waits until a packet comes or the queue
 // closes. It sleeps with the goroutine parked on the Go runtime's network
 // poller (internal/fdwait), holding no thread, so the goroutines it wakes
-// when packets come run on its thread without a hand-off; the socket and
-// an eventfd that Close writes wake it, so Close ends it with ErrClosed.
+// when packets come run on its thread without a hand-off; from a thread
+// the caller pinned to a CPU it sleeps in ppoll, and the socket's events
+// reach the runtime's poller only once a Poll has parked there. The socket
+// and an eventfd that Close writes wake it, so Close ends it with
+// ErrClosed.
 func (q *RxQueue) Poll(timeout time.Duration) (int, error) {
 	q.mu.RLock()
 	defer q.mu.RUnlock()

@@ -121,7 +121,10 @@ func (s *Socket) FreeRxFrames() int {
 // It sleeps with the goroutine parked on the Go runtime's network poller,
 // holding no thread, so the goroutines it wakes when packets come run on
 // its thread without a hand-off; on a socket pinned to a CPU (a Fleet's
-// Tuning), whose goroutine is locked to its thread, it sleeps in ppoll.
+// Tuning), or from a thread its caller pinned (runtime.LockOSThread and
+// sched_setaffinity), it sleeps in ppoll, and the socket's events reach
+// the runtime's poller only once a Poll has parked there (internal/fdwait
+// says why that matters at a million packets a second).
 // A link that is down is no error: Poll finds nothing until it is up.
 // Close (or CloseRx) wakes it with an error wrapping ErrClosed. When the
 // device goes away it returns, within probeEvery, an error wrapping
@@ -187,9 +190,10 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 // sleep waits up to wait for the receive ring or the wake eventfd. The
 // receive goroutine parks on the runtime's poller (internal/fdwait), so
 // the goroutines its packets wake run on its thread; one locked to its
-// thread (a socket pinned to a CPU) sleeps in ppoll instead, which wakes
-// that thread directly. Either may return early: Poll looks at the ring
-// and the socket's state after every return.
+// thread (a socket pinned to a CPU here, or a thread the caller pinned,
+// which the waiter tells) sleeps in ppoll instead, which wakes that thread
+// directly. Either may return early: Poll looks at the ring and the
+// socket's state after every return.
 func (s *Socket) sleep(wait time.Duration) error {
 	if s.pinCPU >= 0 {
 		fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}

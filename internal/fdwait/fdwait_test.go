@@ -4,7 +4,9 @@ package fdwait
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/internal/testenv"
 )
 
 // pipe returns a pipe's two ends, closed when the test ends.
@@ -57,7 +61,8 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{"no ready", nil, []int{r}, "a ready function"},
 		{"no fds", never, nil, "at least one descriptor"},
-		{"bad fd", never, []int{-1}, "epoll_ctl(ADD, fd -1)"},
+		{"bad fd", never, []int{-1}, "descriptor -1: bad file descriptor"},
+		{"five fds", never, []int{r, r, r, r, r}, "5 descriptors; a Waiter watches at most 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := New(tc.ready, tc.fds...)
@@ -270,7 +275,7 @@ func TestWaitEdge(t *testing.T) {
 }
 
 // TestWaitConcurrent: several goroutines waiting at once (one on the
-// poller, the others in epoll_wait) are all woken by one event that stays,
+// poller, the others in ppoll) are all woken by one event that stays,
 // as an eventfd written by Close does.
 func TestWaitConcurrent(t *testing.T) {
 	r, wr := pipe(t)
@@ -302,4 +307,140 @@ func TestWaitConcurrent(t *testing.T) {
 	if got, err := w2.Wait(2 * time.Millisecond); got || err != nil {
 		t.Fatalf("blocking Wait on a quiet pipe = %v, %v; want false, nil", got, err)
 	}
+}
+
+// TestJoinsOnlyWhenParked: the descriptors go into an epoll instance, and
+// that into the runtime's poller, only with the first Wait that parks; a
+// pinned thread's Waits and zero-timeout looks leave them in none, so
+// their events wake nobody while nobody waits. The kernel's view (the
+// tfd lines of /proc/self/fdinfo) is checked, not only the Waiter's fields.
+func TestJoinsOnlyWhenParked(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		testenv.CannotRun(t, "a pinned thread needs a machine of 2 CPUs or more (this one has %d)", runtime.NumCPU())
+	}
+	r, wr := pipe(t)
+	r2, _ := pipe(t)
+	w, w2 := newWaiter(t, never, r), newWaiter(t, never, r2)
+	if got := watchers(t, r); got != 0 {
+		t.Fatalf("a new Waiter's descriptor is in %d epoll instances; want 0", got)
+	}
+	// A pinned thread: every Wait blocks it in ppoll, and nothing joins.
+	errs := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // not unlocked: the thread leaves with the goroutine
+		var set unix.CPUSet
+		set.Set(runtime.NumCPU() - 1)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			errs <- fmt.Errorf("pin: %w", err)
+			return
+		}
+		if !threadPinned() {
+			errs <- errors.New("threadPinned() = false on a thread pinned to one CPU")
+			return
+		}
+		start := time.Now()
+		if got, err := w.Wait(3 * time.Millisecond); got || err != nil {
+			errs <- fmt.Errorf("pinned Wait on a quiet pipe = %v, %v; want false, nil", got, err)
+			return
+		}
+		if el := time.Since(start); el < 3*time.Millisecond {
+			errs <- fmt.Errorf("pinned Wait(3ms) returned after %v", el)
+			return
+		}
+		go func() {
+			time.Sleep(time.Millisecond)
+			_, _ = unix.Write(wr, []byte{1})
+		}()
+		if got, err := w.Wait(time.Minute); !got || err != nil {
+			errs <- fmt.Errorf("pinned Wait with a write = %v, %v; want true, nil", got, err)
+			return
+		}
+		if n := testing.AllocsPerRun(20, func() { _, _ = w2.Wait(100 * time.Microsecond) }); n != 0 {
+			errs <- fmt.Errorf("pinned Wait timing out: %v allocations; want 0", n)
+			return
+		}
+		errs <- nil
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.Wait(0); !got || err != nil {
+		t.Fatalf("Wait(0) on a readable pipe = %v, %v; want true, nil", got, err)
+	}
+	if w.f != nil || watchers(t, r) != 0 {
+		t.Fatalf("after pinned and zero-timeout Waits the descriptor is in an epoll instance (f %v, %d instances); want none", w.f, watchers(t, r))
+	}
+	if threadPinned() {
+		t.Fatal("threadPinned() = true on the test's goroutine")
+	}
+	// An unpinned goroutine parks: the descriptor goes into the Waiter's
+	// instance, and that into the runtime's poller, for good. (With a ready
+	// that does not ask Pending, only a write during the wait is sure to
+	// wake it: the writer keeps writing until it returns.)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(100 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				_, _ = unix.Write(wr, []byte{1})
+			}
+		}
+	}()
+	got, err := w.Wait(time.Minute)
+	close(done)
+	if !got || err != nil {
+		t.Fatalf("Wait on an unpinned goroutine = %v, %v; want true, nil", got, err)
+	}
+	if w.f == nil {
+		t.Fatal("an unpinned Wait did not join the runtime's poller")
+	}
+	var ep int
+	if err := w.rc.Control(func(fd uintptr) { ep = int(fd) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := watchers(t, r); got != 1 {
+		t.Fatalf("after a parked Wait the descriptor is in %d epoll instances; want 1 (the Waiter's)", got)
+	}
+	if got := watchers(t, ep); got != 1 {
+		t.Fatalf("after a parked Wait the Waiter's epoll instance is in %d others; want 1 (the runtime's)", got)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := watchers(t, r); got != 0 {
+		t.Fatalf("after Close the descriptor is in %d epoll instances; want 0", got)
+	}
+}
+
+// watchers counts this process's epoll instances (other than fd itself)
+// that watch descriptor fd, from the tfd lines of /proc/self/fdinfo.
+func watchers(t *testing.T, fd int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if e.Name() == strconv.Itoa(fd) {
+			continue
+		}
+		if link, _ := os.Readlink("/proc/self/fd/" + e.Name()); link != "anon_inode:[eventpoll]" {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue // closed since the listing
+		}
+		for line := range strings.Lines(string(b)) {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
+				n++
+			}
+		}
+	}
+	return n
 }
