@@ -268,3 +268,50 @@ func TestJumboCells(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriters: -forward route routes (a whole frame by FIB.Forward, a
+// chain's first frame by forwardChain) and -forward mac writes the two
+// MACs and nothing else, as testpmd's mac forwarding does.
+func TestRewriters(t *testing.T) {
+	macA := net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	r := &rig{macA: macA}
+	var want forward.Hop
+	copy(want.Dst[:], sinkMAC)
+	copy(want.Src[:], macA)
+	for _, tc := range []struct {
+		rewrite string
+		head    int // the bytes of the first frame: all, or a chain's first 4 KiB frame
+		ttlLess byte
+	}{
+		{rewriteRoute, jumboSize - 4, 1},
+		{rewriteRoute, 3824, 1},
+		{rewriteMAC, jumboSize - 4, 0},
+		{rewriteMAC, 3824, 0},
+	} {
+		e := &env{rewrite: tc.rewrite}
+		rw, err := e.rewriter(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig, b := jumboFrame(t), jumboFrame(t)
+		head := b[:tc.head]
+		if v := rw(head, len(b), false); v != forward.Forwarded {
+			t.Fatalf("%s, first frame of %d bytes: %v, want forwarded", tc.rewrite, len(head), v)
+		}
+		if !bytes.Equal(b[0:6], want.Dst[:]) || !bytes.Equal(b[6:12], want.Src[:]) {
+			t.Errorf("%s: MACs %x %x, want %x %x", tc.rewrite, b[0:6], b[6:12], want.Dst, want.Src)
+		}
+		if got := orig[14+8] - b[14+8]; got != tc.ttlLess {
+			t.Errorf("%s: TTL fell by %d, want %d", tc.rewrite, got, tc.ttlLess)
+		}
+		if ^sumHeader16(b[14:34]) != 0 {
+			t.Errorf("%s: the IP header checksum no longer holds", tc.rewrite)
+		}
+		if tc.rewrite == rewriteMAC && !bytes.Equal(b[12:], orig[12:]) {
+			t.Errorf("mac: bytes after the MACs changed")
+		}
+		if v := rw(make([]byte, 13), 13, false); v == forward.Forwarded {
+			t.Errorf("%s: a 13-byte frame was forwarded", tc.rewrite)
+		}
+	}
+}

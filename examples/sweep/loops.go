@@ -136,6 +136,7 @@ type rig struct {
 // env is what every cell shares: the rigs, the frames, the placement.
 type env struct {
 	feeder         string // feederLive or feederAfpacket
+	rewrite        string // rewriteRoute or rewriteMAC
 	size           int    // the cell's frame length without FCS (runCell sets it)
 	flows, batch   int
 	warmup, window time.Duration
@@ -576,14 +577,10 @@ func (e *env) startFwd(ctx context.Context, r *rig, column string) (running, err
 		d.Close()
 		return running{}, fmt.Errorf("%w: %s cannot forward in place (HandsBackFrames %v, SharedRegion %v)", errSkip, column, c.HandsBackFrames, c.SharedRegion)
 	}
-	var fib forward.FIB
-	p, h, err := forward.ParseRoute(routedNet.String()+","+sinkMAC.String(), r.macA)
-	if err == nil {
-		err = fib.Add(p, h)
-	}
+	rw, err := e.rewriter(r)
 	if err != nil {
 		d.Close()
-		return running{}, fmt.Errorf("route: %w", err)
+		return running{}, err
 	}
 	n := min(d.NumRxQueues(), d.NumTxQueues())
 	var total atomic.Uint64
@@ -593,17 +590,65 @@ func (e *env) startFwd(ctx context.Context, r *rig, column string) (running, err
 	g := &group{cancel: cancel}
 	for i := 0; i < n; i++ {
 		rx, tx := d.RxQueue(i), d.TxQueue(i)
-		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error { return route(ctx, rx, tx, &fib, e.batch, wait, ln, &total) })
+		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error { return route(ctx, rx, tx, rw, e.batch, wait, ln, &total) })
 	}
 	stop := func() error { return errors.Join(g.wait(), ln.verdict(total.Load())) }
 	return e.feedPacketio(ctx, r, d, &total, stop)
+}
+
+// The rewrites forward can make (-forward).
+const (
+	rewriteRoute = "route" // an IPv4 router: forward.FIB.Forward
+	rewriteMAC   = "mac"   // testpmd's mac forwarding: the two MACs, nothing else
+)
+
+var rewrites = []string{rewriteRoute, rewriteMAC}
+
+// rewriter is what forward does to one packet in place: head is its first
+// frame, which holds its headers, length its bytes in all (more than
+// len(head) for a chain), l3OK whether the device checked its IP header.
+type rewriter func(head []byte, length int, l3OK bool) forward.Verdict
+
+// rewriter returns the cell's rewrite: the router, with one route sending
+// routedNet to the sink, or the MAC rewrite to the same next hop.
+func (e *env) rewriter(r *rig) (rewriter, error) {
+	p, h, err := forward.ParseRoute(routedNet.String()+","+sinkMAC.String(), r.macA)
+	if err != nil {
+		return nil, fmt.Errorf("route: %w", err)
+	}
+	if e.rewrite == rewriteMAC {
+		return macRewrite(h), nil
+	}
+	fib := new(forward.FIB)
+	if err := fib.Add(p, h); err != nil {
+		return nil, fmt.Errorf("route: %w", err)
+	}
+	return func(head []byte, length int, l3OK bool) forward.Verdict {
+		if length == len(head) {
+			return fib.Forward(head, l3OK)
+		}
+		return forwardChain(fib, head, length, l3OK)
+	}, nil
+}
+
+// macRewrite is testpmd's mac forwarding: the destination MAC becomes the
+// next hop's, the source the port's; the frame is not looked at further.
+func macRewrite(h forward.Hop) rewriter {
+	return func(head []byte, _ int, _ bool) forward.Verdict {
+		if len(head) < 14 {
+			return forward.BadHeader
+		}
+		copy(head[0:6], h.Dst[:])
+		copy(head[6:12], h.Src[:])
+		return forward.Forwarded
+	}
 }
 
 // route is the forwarding loop of one queue pair: receive, rewrite in
 // place, Transmit, and take the frames home with Reclaim and Recycle. It
 // counts the frames the transmit ring took; ln counts those not of the
 // measured size.
-func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *forward.FIB, batch int, wait time.Duration, ln *lengths, total *atomic.Uint64) error {
+func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, rw rewriter, batch int, wait time.Duration, ln *lengths, total *atomic.Uint64) error {
 	rx.Fill(rx.NumFreeFillSlots())
 	keep := make([]packetio.Desc, 0, batch)
 	drop := make([]packetio.Desc, 0, batch)
@@ -616,17 +661,13 @@ func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, fib *f
 		ln.check(descs)
 		keep, drop = keep[:0], drop[:0]
 		for i := 0; i < len(descs); {
-			p, n := descs[i:i+1], 1
-			var v forward.Verdict
-			if descs[i].Options&packetio.OptContinued == 0 {
-				v = fib.Forward(rx.Region().Frame(descs[i]), descs[i].Options&packetio.OptL3ChecksumOK != 0)
-			} else { // a chain (multi-buffer): the headers are in its first frame
-				var length int
+			head := rx.Region().Frame(descs[i])
+			p, n, length := descs[i:i+1], 1, len(head)
+			if descs[i].Options&packetio.OptContinued != 0 { // a chain (multi-buffer): the headers are in its first frame
 				length, n = packetLen(descs[i:])
 				p = descs[i : i+n]
-				v = forwardChain(fib, rx.Region().Frame(descs[i]), length, descs[i].Options&packetio.OptL3ChecksumOK != 0)
 			}
-			if v == forward.Forwarded {
+			if v := rw(head, length, descs[i].Options&packetio.OptL3ChecksumOK != 0); v == forward.Forwarded {
 				keep = append(keep, p...)
 			} else {
 				drop = append(drop, p...)

@@ -97,6 +97,7 @@ type options struct {
 	warmup, window time.Duration
 	testpmd        string // name or path; "" for none
 	feeder         string // feederLive or feederAfpacket
+	rewrite        string // rewriteRoute or rewriteMAC: what packetio's forward does to a frame
 	out, csv, svg  string
 }
 
@@ -169,6 +170,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.DurationVar(&o.window, "window", time.Second, "time each cell is measured over")
 	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd columns ("" for none); skipped with a note when not found`)
 	fs.StringVar(&o.feeder, "feeder", feederLive, "what feeds receive and forward: live (frames from inside the peer's kernel, needs BPF) or afpacket (a packet socket on the peer, slower than most receivers)")
+	fs.StringVar(&o.rewrite, "forward", rewriteRoute, "what packetio's forward loop does to each frame: route (an IPv4 router: header and checksum checks, TTL, longest-prefix match, MACs) or mac (what testpmd's mac forwarding does: the destination MAC set to the next hop's, the source to the port's, nothing else)")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
 	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
 	fs.StringVar(&o.svg, "svg", "", "SVG chart file (default: sweep.svg in the output directory)")
@@ -181,7 +183,8 @@ between two throwaway namespaces it makes and removes:
   transmit  the measured side sends; counted at the sender
   receive   the peer floods the measured side; counted in its receive loop
   forward   the peer floods; the measured side rewrites each IPv4 frame in
-            place (TTL, checksum, MACs) and sends it back out
+            place (TTL, checksum, MACs; -forward mac: the MACs only, as
+            testpmd's mac forwarding does) and sends it back out
 Receive and forward are fed from inside the peer's kernel (trafficgen:
 BPF_PROG_RUN live frames, XDP_TX, one generator per queue); receivers that
 attach no native XDP program get GRO on at the measured end for the cell,
@@ -281,8 +284,18 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 		return o, errors.New("-warmup must not be negative and -window at least 100ms")
 	case !slices.Contains(feeders, o.feeder):
 		return o, fmt.Errorf("-feeder %q: one of %s", o.feeder, strings.Join(feeders, ", "))
+	case !slices.Contains(rewrites, o.rewrite):
+		return o, fmt.Errorf("-forward %q: one of %s", o.rewrite, strings.Join(rewrites, ", "))
 	}
 	return o, nil
+}
+
+// forwardNote says what packetio's forward loops do to each frame.
+func forwardNote(rewrite string) string {
+	if rewrite == rewriteMAC {
+		return "forward (-forward mac): packetio's loops set each frame's destination MAC to the next hop's and its source to the port's and look at nothing else, as testpmd's mac forwarding does (the IPv4 router, -forward route, the default, also checks the header and its checksum, decrements TTL and looks the destination up)"
+	}
+	return "forward (-forward route, the default): packetio's loops route each frame as an IPv4 router does (header and checksum checks, TTL less one, checksum updated, a longest-prefix match, both MACs), more work than testpmd's mac forwarding, which -forward mac does instead"
 }
 
 func splitList(s string) []string {
@@ -329,7 +342,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
 		}
 	}()
-	e := &env{feeder: o.feeder, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
+	e := &env{feeder: o.feeder, rewrite: o.rewrite, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
 	defer func() {
 		if cerr := e.close(); cerr != nil && err == nil {
 			err = cerr
@@ -354,6 +367,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 		fmt.Sprintf("what the measured side sends (transmit, and forward's next hop) goes to %s at %s, a MAC nobody owns (a permanent neighbour entry): the peer's kernel drops each frame at its first look, so on a veth, where the receiving kernel's work runs on the sender's CPU, the sender is measured and not the peer's IP stack", sinkIP, sinkMAC),
 		"kernel: plain UDP sockets in the measured namespace, one per queue, sendmmsg/recvmmsg in batches of "+strconv.Itoa(o.batch)+
 			"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to that address)",
+		forwardNote(o.rewrite),
 		"frame sizes: every packetio loop checks the length of every frame it takes (a cell where more than 1 % are not the size it measures fails), the kernel baseline the length recvmmsg returns; 1514 bytes on the wire is a 1510-byte frame, which the veth's 1500-byte MTU carries")
 	var columns []string
 	for _, col := range o.columns {
@@ -374,7 +388,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			t.notes = append(t.notes, "testpmd: columns skipped, "+err.Error())
 			columns = slices.DeleteFunc(columns, isTestpmd)
 		} else {
-			t.notes = append(t.notes, "testpmd: "+tools.testpmd+" on the same veth, in the namespace, driven interactively with one forwarding lcore for every queue: txonly (UDP to the same address), rxonly, and mac forwarding (MACs rewritten, IP untouched, less work than the packetio router) for forward; "+
+			t.notes = append(t.notes, "testpmd: "+tools.testpmd+" on the same veth, in the namespace, driven interactively with one forwarding lcore for every queue: txonly (UDP to the same address), rxonly, and mac forwarding (MACs rewritten, IP untouched: what packetio's -forward mac does, less work than its router) for forward; "+
 				"its rate is its port counters (show port stats) read at both ends of the window; testpmd/af_packet is DPDK's net_af_packet (qpairs = queues), testpmd/af_xdp its net_af_xdp (queue_count = queues; the XDP program libxdp loads takes every frame of its queues); both drivers leave the interface promiscuous and bounce the link, which the sweep puts back after each run",
 				testpmdXDPNote)
 		}

@@ -82,7 +82,7 @@ func checkClean(t *testing.T, before host) {
 
 func tiny(dir string) options {
 	return options{backends: []string{"afpacket", "afxdp"}, columns: []string{colKernel, colAfpacket, colAfxdp}, loops: loops, queues: []int{1}, passes: 1, sizes: []int{64}, flows: 8, batch: 64,
-		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, out: dir}
+		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, rewrite: rewriteRoute, out: dir}
 }
 
 // rows returns the table's data rows.

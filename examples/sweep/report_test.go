@@ -307,8 +307,14 @@ func TestParseFlags(t *testing.T) {
 	if o, err := parse("-feeder", "afpacket"); err != nil || o.feeder != feederAfpacket {
 		t.Fatalf("-feeder afpacket: %+v, %v", o, err)
 	}
+	if o.rewrite != rewriteRoute {
+		t.Fatalf("default -forward %q, want %q", o.rewrite, rewriteRoute)
+	}
+	if o, err := parse("-forward", "mac"); err != nil || o.rewrite != rewriteMAC {
+		t.Fatalf("-forward mac: %+v, %v", o, err)
+	}
 	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-sizes", "1519"}, {"-sizes", "8999"}, {"-columns", "nope"}, {"-loops", "nope"},
-		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"extra"}} {
+		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
