@@ -47,12 +47,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/internal/host"
 )
 
 // Waiter parks a goroutine until one of its descriptors is readable, its
@@ -166,7 +167,7 @@ func (w *Waiter) Wait(d time.Duration) (bool, error) {
 	if d == 0 {
 		return w.ready() || w.Pending(), nil
 	}
-	if threadPinned() || !w.busy.CompareAndSwap(false, true) {
+	if host.ThreadPinned() || !w.busy.CompareAndSwap(false, true) {
 		return w.block(d)
 	}
 	defer w.busy.Store(false)
@@ -225,18 +226,6 @@ func (w *Waiter) ppoll(ts *unix.Timespec) (bool, error) {
 		return false, fmt.Errorf("fdwait: ppoll: %w", err)
 	}
 	return n > 0 || w.ready(), nil
-}
-
-// threadPinned reports whether the calling thread may run on fewer CPUs
-// than the process could when it started (runtime.NumCPU): a worker
-// pinned with sched_setaffinity, whose goroutine is locked to it. It costs
-// one system call (about 140 ns here), on the way to a sleep.
-func threadPinned() bool {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil {
-		return false
-	}
-	return set.Count() < runtime.NumCPU()
 }
 
 // Pending reports whether a watched descriptor is readable, or has an

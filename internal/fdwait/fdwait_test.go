@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -334,8 +335,8 @@ func TestJoinsOnlyWhenParked(t *testing.T) {
 			errs <- fmt.Errorf("pin: %w", err)
 			return
 		}
-		if !threadPinned() {
-			errs <- errors.New("threadPinned() = false on a thread pinned to one CPU")
+		if !host.ThreadPinned() {
+			errs <- errors.New("host.ThreadPinned() = false on a thread pinned to one CPU")
 			return
 		}
 		start := time.Now()
@@ -370,8 +371,8 @@ func TestJoinsOnlyWhenParked(t *testing.T) {
 	if w.f != nil || watchers(t, r) != 0 {
 		t.Fatalf("after pinned and zero-timeout Waits the descriptor is in an epoll instance (f %v, %d instances); want none", w.f, watchers(t, r))
 	}
-	if threadPinned() {
-		t.Fatal("threadPinned() = true on the test's goroutine")
+	if host.ThreadPinned() {
+		t.Fatal("host.ThreadPinned() = true on the test's goroutine")
 	}
 	// An unpinned goroutine parks: the descriptor goes into the Waiter's
 	// instance, and that into the runtime's poller, for good. (With a ready

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -226,5 +228,34 @@ func TestPinOnThisMachine(t *testing.T) {
 	}
 	if !strings.Contains(p.String(), "as asked") {
 		t.Fatalf("String = %q", p.String())
+	}
+}
+
+// TestThreadPinned: false on a test goroutine's thread, true once the
+// thread is narrowed to one CPU, false again on a thread narrowed to all
+// the process started with.
+func TestThreadPinned(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		testenv.CannotRun(t, "a pinned thread needs a machine of 2 CPUs or more (this one has %d)", runtime.NumCPU())
+	}
+	if ThreadPinned() {
+		t.Fatal("ThreadPinned() = true on an unpinned thread")
+	}
+	got := make(chan [2]bool)
+	go func() {
+		runtime.LockOSThread() // not unlocked: the thread leaves with the goroutine
+		var one, all unix.CPUSet
+		if unix.SchedGetaffinity(0, &all) != nil {
+			got <- [2]bool{false, true}
+			return
+		}
+		one.Set(runtime.NumCPU() - 1)
+		_ = unix.SchedSetaffinity(0, &one)
+		pinned := ThreadPinned()
+		_ = unix.SchedSetaffinity(0, &all)
+		got <- [2]bool{pinned, ThreadPinned()}
+	}()
+	if r := <-got; !r[0] || r[1] {
+		t.Fatalf("ThreadPinned() on one CPU = %v, back on all = %v; want true, false", r[0], r[1])
 	}
 }
