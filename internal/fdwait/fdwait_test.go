@@ -254,25 +254,31 @@ func TestWaitEdge(t *testing.T) {
 	r, wr := pipe(t)
 	w := newWaiter(t, never, r)
 	for i := range 100 {
-		done := make(chan struct{})
-		go func() {
-			tick := time.NewTicker(100 * time.Microsecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-					_, _ = unix.Write(wr, []byte{1})
-				}
-			}
-		}()
+		stop := keepWriting(wr)
 		got, err := w.Wait(time.Minute)
-		close(done)
+		stop()
 		if !got || err != nil {
 			t.Fatalf("round %d: Wait = %v, %v; want true, nil", i, got, err)
 		}
 	}
+}
+
+// keepWriting writes a byte to wr every 100 µs until stop is called.
+func keepWriting(wr int) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(100 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				_, _ = unix.Write(wr, []byte{1})
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // TestWaitConcurrent: several goroutines waiting at once (one on the
@@ -378,21 +384,9 @@ func TestJoinsOnlyWhenParked(t *testing.T) {
 	// instance, and that into the runtime's poller, for good. (With a ready
 	// that does not ask Pending, only a write during the wait is sure to
 	// wake it: the writer keeps writing until it returns.)
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(100 * time.Microsecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				_, _ = unix.Write(wr, []byte{1})
-			}
-		}
-	}()
+	stop := keepWriting(wr)
 	got, err := w.Wait(time.Minute)
-	close(done)
+	stop()
 	if !got || err != nil {
 		t.Fatalf("Wait on an unpinned goroutine = %v, %v; want true, nil", got, err)
 	}
