@@ -137,6 +137,7 @@ type rig struct {
 type env struct {
 	feeder         string // feederLive or feederAfpacket
 	rewrite        string // rewriteRoute or rewriteMAC
+	steer          string // steerFilter or steerAll
 	size           int    // the cell's frame length without FCS (runCell sets it)
 	flows, batch   int
 	warmup, window time.Duration
@@ -298,8 +299,18 @@ func (r *rig) packetioTarget(size int) target {
 	return target{dstMAC: r.macA, dstIP: routedFirst, dstPort: discardPort, spread: true, size: size}
 }
 
+// What a backend that steers takes in the receive and forward loops
+// (-steer).
+const (
+	steerFilter = "filter" // steering(): exactly the feeder's traffic
+	steerAll    = "all"    // every frame of the queue, as the C reference and testpmd take
+)
+
+var steers = []string{steerFilter, steerAll}
+
 // steering is what a backend that steers takes in the receive and forward
-// loops: exactly the feeder's traffic, nothing else from the kernel.
+// loops under -steer filter: exactly the feeder's traffic, nothing else
+// from the kernel.
 func steering() packetio.SteeringFilter {
 	return packetio.SteeringFilter{Match: append([]packetio.Match{packetio.MatchDstIP(routedNet)},
 		packetio.MatchDstPort(packetio.IPProtoUDP, discardPort)...)}
@@ -318,7 +329,7 @@ func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device,
 		// of 2 KiB frames over sendmmsg (see jumboRingFrameSize).
 		c.MultiBuffer, c.FrameSize = false, jumboRingFrameSize
 	}
-	if rxq > 0 {
+	if rxq > 0 && e.steer != steerAll {
 		c.Steering = backend.Steering(name, steering())
 	}
 	vdev := ""
@@ -692,12 +703,16 @@ func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, rw rew
 }
 
 // packetioNote describes a backend's columns for the notes under the table.
-func packetioNote(name string) string {
+func packetioNote(name, steer string) string {
 	switch name {
 	case "afpacket":
 		return "afpacket: TPACKET_V3 receive rings joined in a PACKET_FANOUT_HASH group, transmit rings with PACKET_QDISC_BYPASS; the kernel copies every frame"
 	case "afxdp":
-		return "afxdp: one XDP program in native mode on the veth steering " + steering().String() + " to one AF_XDP socket per queue over one shared UMEM, need-wakeup on; copy mode (veth has no zero-copy), so the kernel copies every frame into the UMEM in softirq, and transmit builds an skb per frame. " +
+		what := "steering " + steering().String()
+		if steer == steerAll {
+			what = "taking every frame of its queues (-steer all, as the C reference's program does)"
+		}
+		return "afxdp: one XDP program in native mode on the veth " + what + " to one AF_XDP socket per queue over one shared UMEM, need-wakeup on; copy mode (veth has no zero-copy), so the kernel copies every frame into the UMEM in softirq, and transmit builds an skb per frame. " +
 			"afxdp (its defaults) blocks in Poll up to 50 ms when its ring is empty; afxdp+busypoll opens with WithBusyPoll(50, 64) (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs, SO_BUSY_POLL_BUDGET 64) and its loops never sleep: Poll(0)"
 	case "dpdk":
 		return "dpdk: the packetio dpdk backend, in this process, on the same veth over DPDK's drivers: dpdk/af_packet over net_af_packet (qpairs = queues; it copies every frame), dpdk/af_xdp over net_af_xdp (\"net_af_xdpN,iface=IF,start_queue=0,queue_count=Q\" passed to backend.Open as the name; the driver's defaults, so it busy-polls, see testpmd/af_xdp); each is held against testpmd on the same driver"

@@ -98,6 +98,7 @@ type options struct {
 	testpmd        string // name or path; "" for none
 	feeder         string // feederLive or feederAfpacket
 	rewrite        string // rewriteRoute or rewriteMAC: what packetio's forward does to a frame
+	steer          string // steerFilter or steerAll: what a steering backend takes in receive and forward
 	out, csv, svg  string
 }
 
@@ -171,6 +172,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd columns ("" for none); skipped with a note when not found`)
 	fs.StringVar(&o.feeder, "feeder", feederLive, "what feeds receive and forward: live (frames from inside the peer's kernel, needs BPF) or afpacket (a packet socket on the peer, slower than most receivers)")
 	fs.StringVar(&o.rewrite, "forward", rewriteRoute, "what packetio's forward loop does to each frame: route (an IPv4 router: header and checksum checks, TTL, longest-prefix match, MACs) or mac (what testpmd's mac forwarding does: the destination MAC set to the next hop's, the source to the port's, nothing else)")
+	fs.StringVar(&o.steer, "steer", steerFilter, "what packetio's backends that steer (afxdp) take in receive and forward: filter (exactly the feeder's flow, "+steering().String()+") or all (every frame of the queue, as the C reference and testpmd take)")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
 	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
 	fs.StringVar(&o.svg, "svg", "", "SVG chart file (default: sweep.svg in the output directory)")
@@ -286,6 +288,8 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 		return o, fmt.Errorf("-feeder %q: one of %s", o.feeder, strings.Join(feeders, ", "))
 	case !slices.Contains(rewrites, o.rewrite):
 		return o, fmt.Errorf("-forward %q: one of %s", o.rewrite, strings.Join(rewrites, ", "))
+	case !slices.Contains(steers, o.steer):
+		return o, fmt.Errorf("-steer %q: one of %s", o.steer, strings.Join(steers, ", "))
 	}
 	return o, nil
 }
@@ -342,7 +346,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
 		}
 	}()
-	e := &env{feeder: o.feeder, rewrite: o.rewrite, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
+	e := &env{feeder: o.feeder, rewrite: o.rewrite, steer: o.steer, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
 	defer func() {
 		if cerr := e.close(); cerr != nil && err == nil {
 			err = cerr
@@ -377,7 +381,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 		}
 	}
 	for _, b := range o.backends {
-		t.notes = append(t.notes, packetioNote(b))
+		t.notes = append(t.notes, packetioNote(b, o.steer))
 	}
 	if !slices.Contains(backend.Names(), "dpdk") {
 		t.notes = append(t.notes, "dpdk: not built in (build with -tags dpdk for its columns)")

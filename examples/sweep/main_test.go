@@ -82,7 +82,7 @@ func checkClean(t *testing.T, before host) {
 
 func tiny(dir string) options {
 	return options{backends: []string{"afpacket", "afxdp"}, columns: []string{colKernel, colAfpacket, colAfxdp}, loops: loops, queues: []int{1}, passes: 1, sizes: []int{64}, flows: 8, batch: 64,
-		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, rewrite: rewriteRoute, out: dir}
+		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, rewrite: rewriteRoute, steer: steerFilter, out: dir}
 }
 
 // rows returns the table's data rows.
@@ -181,6 +181,26 @@ func TestSweepAfpacketFeeder(t *testing.T) {
 	checkClean(t, before)
 	if !strings.Contains(stdout.String(), "fed by afpacket on the peer") || len(rows(stdout.String())) != 2 {
 		t.Errorf("table:\n%s", stdout.String())
+	}
+}
+
+// TestSweepSteerAll: -steer all opens afxdp without a steering filter,
+// its receive and forward cells are measured, and the notes say so.
+func TestSweepSteerAll(t *testing.T) {
+	testenv.NeedBPF(t)
+	before := hostNow(t)
+	o := tiny(t.TempDir())
+	o.backends, o.columns, o.loops, o.steer = []string{"afxdp"}, []string{colAfxdp}, []string{loopRx, loopFwd}, steerAll
+	var stdout, stderr bytes.Buffer
+	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
+	t.Logf("stderr:\n%s", stderr.String())
+	if code != exitOK {
+		t.Fatalf("exit code %d\n%s", code, stdout.String())
+	}
+	checkClean(t, before)
+	table := stdout.String()
+	if rs := rows(table); len(rs) != 2 || !strings.Contains(table, "taking every frame of its queues (-steer all") || strings.Contains(table, "veth steering") {
+		t.Errorf("table:\n%s", table)
 	}
 }
 

@@ -313,8 +313,14 @@ func TestParseFlags(t *testing.T) {
 	if o, err := parse("-forward", "mac"); err != nil || o.rewrite != rewriteMAC {
 		t.Fatalf("-forward mac: %+v, %v", o, err)
 	}
+	if o.steer != steerFilter {
+		t.Fatalf("default -steer %q, want %q", o.steer, steerFilter)
+	}
+	if o, err := parse("-steer", "all"); err != nil || o.steer != steerAll {
+		t.Fatalf("-steer all: %+v, %v", o, err)
+	}
 	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-sizes", "1519"}, {"-sizes", "8999"}, {"-columns", "nope"}, {"-loops", "nope"},
-		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"extra"}} {
+		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
 		}

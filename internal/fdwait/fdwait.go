@@ -40,7 +40,7 @@
 // mode, drives its transmit ring under the mutex the sender holds).
 // Measured on a veth forwarding 64-byte frames at 1 Mpps: 2,500 to 3,000
 // such wake-ups a second on the forwarding CPU and the frees' lock 7.5% of
-// it; without them the forwarder moved 10-15% more.
+// it; without them the forwarder moved 19% more (0.98 -> 1.17 Mpps).
 package fdwait
 
 import (
