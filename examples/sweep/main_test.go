@@ -101,17 +101,8 @@ func rows(table string) []string {
 // left clean.
 func TestSweepSmoke(t *testing.T) {
 	testenv.NeedBPF(t)
-	before := hostNow(t)
 	dir := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := sweepMain(context.Background(), tiny(dir), "sweep -test", &stdout, &stderr)
-	t.Logf("stderr:\n%s", stderr.String())
-	if code != exitOK {
-		t.Fatalf("exit code %d\n%s", code, stdout.String())
-	}
-	checkClean(t, before)
-
-	table := stdout.String()
+	table := runSweep(t, tiny(dir), "sweep -test")
 	for _, want := range []string{"## packetio sweep, ", "command: `sweep -test`", "fed from the peer from inside its kernel", "trafficgen",
 		"| loop | size | queues | column | Mpps | Gbit/s |", "| transmit | 64 | 1 | kernel | ", "| receive | 64 | 1 | afpacket | ", "| forward | 64 | 1 | afpacket | ",
 		"| receive | 64 | 1 | afxdp | ", "| forward | 64 | 1 | afxdp | ", "afxdp: one XDP program in native mode", "testpmd: columns not asked for"} {
@@ -166,21 +157,30 @@ func TestSweepSmoke(t *testing.T) {
 	}
 }
 
-// TestSweepAfpacketFeeder: -feeder afpacket, two queues, no GRO needed.
-func TestSweepAfpacketFeeder(t *testing.T) {
-	testenv.NeedRoot(t)
+// runSweep runs the sweep with o as command, fails the test unless it
+// measured every cell and left the host as it found it, and returns the
+// table it printed.
+func runSweep(t *testing.T, o options, command string) string {
+	t.Helper()
 	before := hostNow(t)
-	o := tiny(t.TempDir())
-	o.backends, o.loops, o.queues, o.feeder = []string{"afpacket"}, []string{loopRx}, []int{2}, feederAfpacket
 	var stdout, stderr bytes.Buffer
-	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
+	code := sweepMain(context.Background(), o, command, &stdout, &stderr)
 	t.Logf("stderr:\n%s", stderr.String())
 	if code != exitOK {
 		t.Fatalf("exit code %d\n%s", code, stdout.String())
 	}
 	checkClean(t, before)
-	if !strings.Contains(stdout.String(), "fed by afpacket on the peer") || len(rows(stdout.String())) != 2 {
-		t.Errorf("table:\n%s", stdout.String())
+	return stdout.String()
+}
+
+// TestSweepAfpacketFeeder: -feeder afpacket, two queues, no GRO needed.
+func TestSweepAfpacketFeeder(t *testing.T) {
+	testenv.NeedRoot(t)
+	o := tiny(t.TempDir())
+	o.backends, o.loops, o.queues, o.feeder = []string{"afpacket"}, []string{loopRx}, []int{2}, feederAfpacket
+	table := runSweep(t, o, "sweep")
+	if !strings.Contains(table, "fed by afpacket on the peer") || len(rows(table)) != 2 {
+		t.Errorf("table:\n%s", table)
 	}
 }
 
@@ -188,17 +188,9 @@ func TestSweepAfpacketFeeder(t *testing.T) {
 // its receive and forward cells are measured, and the notes say so.
 func TestSweepSteerAll(t *testing.T) {
 	testenv.NeedBPF(t)
-	before := hostNow(t)
 	o := tiny(t.TempDir())
 	o.backends, o.columns, o.loops, o.steer = []string{"afxdp"}, []string{colAfxdp}, []string{loopRx, loopFwd}, steerAll
-	var stdout, stderr bytes.Buffer
-	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
-	t.Logf("stderr:\n%s", stderr.String())
-	if code != exitOK {
-		t.Fatalf("exit code %d\n%s", code, stdout.String())
-	}
-	checkClean(t, before)
-	table := stdout.String()
+	table := runSweep(t, o, "sweep")
 	if rs := rows(table); len(rs) != 2 || !strings.Contains(table, "taking every frame of its queues (-steer all") || strings.Contains(table, "veth steering") {
 		t.Errorf("table:\n%s", table)
 	}
@@ -227,17 +219,9 @@ func TestSweepTestpmdColumns(t *testing.T) {
 		testenv.CannotRun(t, "dpdk-testpmd is not installed (Debian's dpdk package has it; make test installs it)")
 		return
 	}
-	before := hostNow(t)
 	o := tiny(t.TempDir())
 	o.loops, o.queues, o.testpmd, o.backends, o.columns = []string{loopTx, loopRx}, []int{1, 2}, "dpdk-testpmd", nil, []string{colTestpmdPacket, colTestpmdXDP}
-	var stdout, stderr bytes.Buffer
-	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
-	t.Logf("stderr:\n%s", stderr.String())
-	if code != exitOK {
-		t.Fatalf("exit code %d\n%s", code, stdout.String())
-	}
-	checkClean(t, before)
-	out := stdout.String()
+	out := runSweep(t, o, "sweep")
 	for _, want := range []string{"| transmit | 64 | 1 | testpmd/af_packet | ", "| receive | 64 | 1 | testpmd/af_packet | ", "| transmit | 64 | 1 | testpmd/af_xdp | ",
 		"| receive | 64 | 1 | testpmd/af_xdp | ", "| receive | 64 | 2 | testpmd/af_packet | "} {
 		i := strings.Index(out, want)
@@ -271,19 +255,11 @@ func TestSweepReferenceColumns(t *testing.T) {
 			return
 		}
 	}
-	before := hostNow(t)
 	o := tiny(t.TempDir())
 	o.loops, o.sizes = []string{loopTx, loopRx}, []int{1514}
 	o.columns = []string{colKernel, colAfpacket, colTrafgen, colTcpdump, colNetsniff, colAfxdpBusy, colCxskBusy}
 	o.window = 300 * time.Millisecond
-	var stdout, stderr bytes.Buffer
-	code := sweepMain(context.Background(), o, "sweep", &stdout, &stderr)
-	t.Logf("stderr:\n%s", stderr.String())
-	if code != exitOK {
-		t.Fatalf("exit code %d\n%s", code, stdout.String())
-	}
-	checkClean(t, before)
-	out := stdout.String()
+	out := runSweep(t, o, "sweep")
 	if n := len(rows(out)); n != 11 {
 		t.Errorf("%d rows, want 11:\n%s", n, out)
 	}
