@@ -2,7 +2,6 @@ package xdp
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -187,25 +186,25 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	return int(s.r.ring.ready()), nil
 }
 
-// sleep waits up to wait for the receive ring or the wake eventfd. The
-// receive goroutine parks on the runtime's poller (internal/fdwait), so
-// the goroutines its packets wake run on its thread; one locked to its
-// thread (a socket pinned to a CPU here, or a thread the caller pinned,
-// which the waiter tells) sleeps in ppoll instead, which wakes that thread
-// directly. Either may return early: Poll looks at the ring and the
-// socket's state after every return.
+// sleep waits up to wait for the receive ring or the wake eventfd, through
+// the waiter (internal/fdwait): the receive goroutine parks on the
+// runtime's poller, so the goroutines its packets wake run on its thread;
+// one on a pinned thread sleeps in ppoll instead, which wakes that thread
+// directly (the waiter tells a thread the caller pinned; a socket its
+// Tuning pinned says so, which saves that look and the wake-up below,
+// since ppoll polls the socket, which wakes a parked driver itself).
+// Either may return early: Poll looks at the ring and the socket's state
+// after every return.
 func (s *Socket) sleep(wait time.Duration) error {
 	if s.pinCPU >= 0 {
-		fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
-		t := unix.NsecToTimespec(wait.Nanoseconds())
-		if _, err := unix.Ppoll(fds[:], &t, nil); err != nil && !errors.Is(err, unix.EINTR) {
+		if _, err := s.waiter.Block(wait); err != nil {
 			return s.opErr("poll", err)
 		}
 		return nil
 	}
 	if s.NeedsWakeupRx() {
-		// ppoll asks a parked driver for packets itself; the poller
-		// looks at the socket only after a wake-up.
+		// A parked driver needs the wake-up: the poller looks at the
+		// socket only after an event.
 		switch e := wakeRx(s.fd); e {
 		case 0, unix.EAGAIN, unix.EINTR, unix.EBUSY, unix.ENETDOWN:
 		case unix.ENXIO:

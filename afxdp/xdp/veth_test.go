@@ -380,39 +380,73 @@ func TestForwardCompleteInto(t *testing.T) {
 }
 
 // TestCloseWakesPoll: Close on one goroutine wakes a Poll blocked for ever
-// on another, which returns ErrClosed.
+// on another, which returns ErrClosed, however the polling goroutine runs:
+// unpinned (parked on Go's poller), on a thread its caller pinned, or on
+// one the socket's Tuning pinned (both asleep in ppoll). While a pinned
+// Poll sleeps the socket is in no epoll instance (the kernel's view):
+// otherwise the kernel would wake that instance for every frame it frees
+// after transmit; an unpinned one's is in one, the waiter's.
 func TestCloseWakesPoll(t *testing.T) {
-	p := vethPair(t)
-	f := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup())
-	s := f.Socket(0)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Poll(-1)
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
+	if runtime.NumCPU() < 2 {
+		testenv.CannotRun(t, "a pinned thread needs a machine of 2 CPUs or more (this one has %d)", runtime.NumCPU())
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("Poll returned %v, want ErrClosed", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Close did not wake Poll")
-	}
-	if _, err := s.Poll(0); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Poll after Close: %v", err)
-	}
-	if s.Fill(1) != 0 || s.Receive(1) != nil || s.Alloc(1) != nil || s.Transmit([]Desc{{Addr: 0, Len: 1}}) != 0 || s.Complete(1) != 0 {
-		t.Fatal("a method worked after Close")
-	}
-	if _, err := s.SendFunc(1, func(int, []byte) int { return 1 }); !errors.Is(err, ErrClosed) {
-		t.Fatalf("SendFunc after Close: %v", err)
-	}
-	if xdpAttached(t, p.B) != 0 {
-		t.Fatal("the program is still attached after Close")
+	last := runtime.NumCPU() - 1
+	for _, tc := range []struct {
+		name     string
+		opts     []Option
+		pin      bool // the test pins the polling goroutine itself
+		watchers int  // epoll instances watching the socket while Poll sleeps
+	}{
+		{"unpinned", nil, false, 1},
+		{"caller pinned", nil, true, 0},
+		{"Tuning pinned", []Option{WithHostTuning(Tuning{CPUs: []int{last}})}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := vethPair(t)
+			f := openIn(t, p.B, append([]Option{WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup()}, tc.opts...)...)
+			s := f.Socket(0)
+			done := make(chan error, 1)
+			go func() {
+				if tc.pin {
+					runtime.LockOSThread() // not unlocked: the thread leaves with the goroutine
+					var set unix.CPUSet
+					set.Set(last)
+					if err := unix.SchedSetaffinity(0, &set); err != nil {
+						done <- err
+						return
+					}
+				}
+				_, err := s.Poll(-1)
+				done <- err
+			}()
+			time.Sleep(50 * time.Millisecond)
+			if got := testenv.EpollWatchers(t, s.fd); got != tc.watchers {
+				t.Errorf("while Poll sleeps the socket is in %d epoll instances; want %d", got, tc.watchers)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrClosed) {
+					t.Fatalf("Poll returned %v, want ErrClosed", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("Close did not wake Poll")
+			}
+			if _, err := s.Poll(0); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Poll after Close: %v", err)
+			}
+			if s.Fill(1) != 0 || s.Receive(1) != nil || s.Alloc(1) != nil || s.Transmit([]Desc{{Addr: 0, Len: 1}}) != 0 || s.Complete(1) != 0 {
+				t.Fatal("a method worked after Close")
+			}
+			if _, err := s.SendFunc(1, func(int, []byte) int { return 1 }); !errors.Is(err, ErrClosed) {
+				t.Fatalf("SendFunc after Close: %v", err)
+			}
+			if xdpAttached(t, p.B) != 0 {
+				t.Fatal("the program is still attached after Close")
+			}
+		})
 	}
 }
 

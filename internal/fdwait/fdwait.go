@@ -168,7 +168,7 @@ func (w *Waiter) Wait(d time.Duration) (bool, error) {
 		return w.ready() || w.Pending(), nil
 	}
 	if host.ThreadPinned() || !w.busy.CompareAndSwap(false, true) {
-		return w.block(d)
+		return w.Block(d)
 	}
 	defer w.busy.Store(false)
 	if err := w.join(); err != nil {
@@ -202,10 +202,11 @@ func (w *Waiter) readStep(uintptr) bool {
 	return w.ready()
 }
 
-// block is Wait with the thread blocked in ppoll(2) on the descriptors.
-// It serves a pinned thread, and a goroutine that finds another parked on
-// the poller.
-func (w *Waiter) block(d time.Duration) (bool, error) {
+// Block is Wait with the thread blocked in ppoll(2) on the descriptors,
+// never parked: what Wait does on a pinned thread or while another
+// goroutine is parked here, and the door for a caller that knows its
+// thread is pinned (it saves Wait's look at the thread's CPUs).
+func (w *Waiter) Block(d time.Duration) (bool, error) {
 	if w.ready() {
 		return true, nil
 	}
@@ -214,18 +215,19 @@ func (w *Waiter) block(d time.Duration) (bool, error) {
 		t := unix.NsecToTimespec(d.Nanoseconds())
 		ts = &t
 	}
-	return w.ppoll(ts)
-}
-
-// ppoll polls the descriptors, on a copy of the set (Wait may run in
-// several goroutines), and reports whether one had an event.
-func (w *Waiter) ppoll(ts *unix.Timespec) (bool, error) {
-	fds := w.fds
-	n, err := unix.Ppoll(fds[:w.n], ts, nil)
+	n, err := w.ppoll(ts)
 	if err != nil && err != unix.EINTR {
 		return false, fmt.Errorf("fdwait: ppoll: %w", err)
 	}
 	return n > 0 || w.ready(), nil
+}
+
+// ppoll polls the descriptors (ts nil: no limit) on a copy of the set,
+// since Wait may run in several goroutines, and returns how many had an
+// event.
+func (w *Waiter) ppoll(ts *unix.Timespec) (int, error) {
+	fds := w.fds
+	return unix.Ppoll(fds[:w.n], ts, nil)
 }
 
 // Pending reports whether a watched descriptor is readable, or has an
@@ -233,8 +235,7 @@ func (w *Waiter) ppoll(ts *unix.Timespec) (bool, error) {
 // ppoll counts as pending, so the caller looks at its state rather than
 // sleeping.
 func (w *Waiter) Pending() bool {
-	fds := w.fds
-	n, err := unix.Ppoll(fds[:w.n], &unix.Timespec{}, nil)
+	n, err := w.ppoll(&unix.Timespec{})
 	return n > 0 || (err != nil && err != unix.EINTR)
 }
 

@@ -328,7 +328,7 @@ func TestJoinsOnlyWhenParked(t *testing.T) {
 	r, wr := pipe(t)
 	r2, _ := pipe(t)
 	w, w2 := newWaiter(t, never, r), newWaiter(t, never, r2)
-	if got := watchers(t, r); got != 0 {
+	if got := testenv.EpollWatchers(t, r); got != 0 {
 		t.Fatalf("a new Waiter's descriptor is in %d epoll instances; want 0", got)
 	}
 	// A pinned thread: every Wait blocks it in ppoll, and nothing joins.
@@ -374,8 +374,8 @@ func TestJoinsOnlyWhenParked(t *testing.T) {
 	if got, err := w.Wait(0); !got || err != nil {
 		t.Fatalf("Wait(0) on a readable pipe = %v, %v; want true, nil", got, err)
 	}
-	if w.f != nil || watchers(t, r) != 0 {
-		t.Fatalf("after pinned and zero-timeout Waits the descriptor is in an epoll instance (f %v, %d instances); want none", w.f, watchers(t, r))
+	if w.f != nil || testenv.EpollWatchers(t, r) != 0 {
+		t.Fatalf("after pinned and zero-timeout Waits the descriptor is in an epoll instance (f %v, %d instances); want none", w.f, testenv.EpollWatchers(t, r))
 	}
 	if host.ThreadPinned() {
 		t.Fatal("host.ThreadPinned() = true on the test's goroutine")
@@ -397,45 +397,16 @@ func TestJoinsOnlyWhenParked(t *testing.T) {
 	if err := w.rc.Control(func(fd uintptr) { ep = int(fd) }); err != nil {
 		t.Fatal(err)
 	}
-	if got := watchers(t, r); got != 1 {
+	if got := testenv.EpollWatchers(t, r); got != 1 {
 		t.Fatalf("after a parked Wait the descriptor is in %d epoll instances; want 1 (the Waiter's)", got)
 	}
-	if got := watchers(t, ep); got != 1 {
+	if got := testenv.EpollWatchers(t, ep); got != 1 {
 		t.Fatalf("after a parked Wait the Waiter's epoll instance is in %d others; want 1 (the runtime's)", got)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := watchers(t, r); got != 0 {
+	if got := testenv.EpollWatchers(t, r); got != 0 {
 		t.Fatalf("after Close the descriptor is in %d epoll instances; want 0", got)
 	}
-}
-
-// watchers counts this process's epoll instances (other than fd itself)
-// that watch descriptor fd, from the tfd lines of /proc/self/fdinfo.
-func watchers(t *testing.T, fd int) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if e.Name() == strconv.Itoa(fd) {
-			continue
-		}
-		if link, _ := os.Readlink("/proc/self/fd/" + e.Name()); link != "anon_inode:[eventpoll]" {
-			continue
-		}
-		b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
-		if err != nil {
-			continue // closed since the listing
-		}
-		for line := range strings.Lines(string(b)) {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
-				n++
-			}
-		}
-	}
-	return n
 }
