@@ -237,7 +237,8 @@ type arth struct {
 // Like libpcap it refuses at once a division or modulo by a literal 0 and
 // a shift by a literal over 31. The same with a computed constant is an
 // error only if the test that computes it survives optimisation (libpcap's
-// optimiser reports it only then): it becomes an aErr.
+// optimiser reports it only then; the first test always does): it becomes
+// an aErr.
 func binary(op bpf.ALUOp, l, r arith) (v, lost arith, err error) {
 	lc, lok := l.(aConst)
 	rc, rok := r.(aConst)

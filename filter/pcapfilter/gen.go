@@ -385,8 +385,14 @@ func generate(root bnode) ([]bpf.Instruction, error) {
 		return nil, err
 	}
 	// A computation libpcap's optimiser refuses is an error only if its
-	// test survives all of that optimiser's work, dropping tests whose
-	// outcomes meet included.
+	// test survives that optimiser's jump threading, dropping tests whose
+	// outcomes meet included. The first test always does: libpcap drops
+	// a test by moving the edges into it, the first has none, and its
+	// constants are folded (and refused) before the program's start is
+	// moved past it.
+	if !r.final && r.leaf.err != nil {
+		return nil, r.leaf.err
+	}
 	for _, n := range order(optimise(clone(r), true)) {
 		if n.leaf.err != nil {
 			return nil, n.leaf.err
