@@ -13,11 +13,17 @@ import (
 // UMEM that is the receive queue's mempool, and its transmit queue i sends
 // through receive queue i's socket. It sends an mbuf of that mempool in
 // place and frees it back there when the kernel completes it; any other
-// mbuf (a frame of the transmit queue's own pool, or one received on
-// another queue) it copies into a buffer it allocates from the receive
-// queue's pool, on the transmitting thread, frees the original at once and
-// the buffer when the kernel completes it. So:
+// mbuf (one received on another queue, or of any other pool) it copies
+// into a buffer it allocates from the receive queue's pool, on the
+// transmitting thread, frees the original at once and the buffer when the
+// kernel completes it. So:
 //
+//   - pair i has one mempool, receive queue i's frames then transmit
+//     queue i's (device.go, txPool), and both queues write their frames
+//     with it: the driver sends either without a copy and frees both into
+//     the receive queue's returned ring, from where the receive queue
+//     hands the transmit queue's own frames to the transmit queue's
+//     returned ring (queue.Rx.HostFrames, ReturnLent);
 //   - transmit queue i writes the frames of receive queue i (a forwarded
 //     frame) with the receive queue's pool (queue.Tx.SendInPlace), so
 //     forwarding costs no copy in the driver; the receive queue marks them
@@ -31,12 +37,13 @@ import (
 //     consumer, no atomics) do not allow: every touch of them and of the
 //     lent marks, from both queues, is serialised by the pair's mutex, one
 //     uncontended lock per burst when one goroutine drives both;
-//   - the borrowed buffers come back through the receive queue's returned
-//     ring without ever having been received. They were posted by Fill and
-//     stay posted: each burst, in either direction, moves them straight
-//     back to the supply (queue.Rx.Resupply). Without that, a program that
-//     only transmits stalls once it has sent as many packets as the supply
-//     held, and the receive queue starves when the sender took its buffers.
+//   - buffers the driver borrows (to copy a frame of another queue into)
+//     come back through the receive queue's returned ring without ever
+//     having been received. They were posted by Fill and stay posted: each
+//     burst, in either direction, moves them straight back to the supply
+//     (queue.Rx.Resupply; the receive queue's "resupplied" counts them).
+//     Without that, every copy would take a buffer from the supply for
+//     good, and the receive queue would starve.
 //
 // The lock also closes the pair: once Close has marked it, no burst or Fill
 // reaches the driver or the rings, whose memory teardown frees, and Close

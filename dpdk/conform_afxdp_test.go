@@ -183,11 +183,14 @@ func linkRxPackets(t *testing.T, h *netns.Host) uint64 {
 	return n
 }
 
-// TestAFXDPTransmitsWithoutReceiving: net_af_xdp copies every built
-// packet into a buffer of the receive queue's pool (its UMEM), and the
-// kernel hands those back through that pool. A program that only
-// transmits, and never touches the receive queue, must still be able to
-// send far more packets than the receive queue has frames.
+// TestAFXDPTransmitsWithoutReceiving: the transmit queue's frames are in
+// the receive queue's mempool (the socket's UMEM), so net_af_xdp sends
+// them without a copy and frees them into that pool, from where they go
+// back to the transmit queue. A program that only transmits, and never
+// touches the receive queue, sends far more packets than either queue has
+// frames, and the driver borrows no receive buffer to copy one into
+// (resupplied, which counted one per packet when the transmit queue's
+// frames had a mempool of their own).
 func TestAFXDPTransmitsWithoutReceiving(t *testing.T) {
 	d, p, err := openAFXDP(t)
 	if err != nil {
@@ -231,7 +234,7 @@ func TestAFXDPTransmitsWithoutReceiving(t *testing.T) {
 		t.Fatalf("port sent %d, the far end of the veth received %d, want %d", ps.OutPackets, arrived, count)
 	}
 	rs, _ := d.RxQueue(0).Stats()
-	if rs.Backend["pool_rejected"] != 0 || rs.Backend["mempool_drops"] != 0 || rs.Backend["foreign"] != 0 {
+	if rs.Backend["pool_rejected"] != 0 || rs.Backend["mempool_drops"] != 0 || rs.Backend["foreign"] != 0 || rs.Backend["resupplied"] != 0 {
 		t.Fatalf("receive queue stats %+v", rs)
 	}
 }

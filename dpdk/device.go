@@ -205,8 +205,9 @@ type portSetup struct {
 	kept               eal.Offloads
 	txFrames, rxFrames int
 	pairs              []*xskPair
-	first              int  // next free frame of the region
-	numaBound          bool // in.Socket is a node whose hugepages hold the region
+	hosts              []xskHost // net_af_xdp: pair i's mempool, holding both queues' frames
+	first              int       // next free frame of the region
+	numaBound          bool      // in.Socket is a node whose hugepages hold the region
 }
 
 // open brings the port up in named steps; the caller tears down whatever
@@ -400,14 +401,21 @@ func (ps *portSetup) reserveRegion() error {
 	return nil
 }
 
-// setupTx sets up the transmit queues, each over its own mempool.
+// xskHost is the mempool of a net_af_xdp pair: receive queue i's frames
+// from rxFirst, then transmit queue i's, so the socket's UMEM (the
+// mempool) holds both and the driver sends the transmit queue's frames
+// without a copy (see afxdp.go).
+type xskHost struct {
+	mp      *eal.Mempool
+	rxFirst int
+}
+
+// setupTx sets up the transmit queues, each over its own mempool, or on
+// net_af_xdp over its pair's.
 func (ps *portSetup) setupTx() error {
 	c, d := ps.c, ps.d
 	for i := 0; i < c.txQueues; i++ {
-		// Its returned ring takes every frame in flight, which on
-		// net_af_xdp may be the receive queue's (sent in place) as well
-		// as its own: up to the ring depth.
-		mp, err := d.mempool(fmt.Sprintf("piot%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.txFrames, ps.txDepth, c.frameSize, ps.in.Socket)
+		mp, first, returned, err := ps.txPool(i)
 		if err != nil {
 			return err
 		}
@@ -417,11 +425,11 @@ func (ps *portSetup) setupTx() error {
 		pmd := &eal.Queue{Port: ps.port, Index: uint16(i)}
 		var driver queue.PMD = pmd
 		if ps.xsk {
-			driver = xskTx{q: pmd, p: ps.pairs[i], returned: mp.Returned}
+			driver = xskTx{q: pmd, p: ps.pairs[i], returned: returned}
 		}
 		q, err := queue.NewTx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
-			FirstFrame: ps.first, Frames: ps.txFrames, Depth: ps.txDepth, Returned: mp.Returned,
+			FirstFrame: first, Frames: ps.txFrames, Depth: ps.txDepth, Returned: returned,
 			TxChecksums: ps.kept&eal.TxChecksum != 0, TSO: ps.kept&eal.TxTSO != 0, PMD: driver,
 			Name: fmt.Sprintf("%s tx %d", ps.name, i),
 		})
@@ -429,17 +437,41 @@ func (ps *portSetup) setupTx() error {
 			return err
 		}
 		d.Tx = append(d.Tx, &TxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd})
-		ps.first += ps.txFrames
+		ps.first = first + ps.txFrames
 	}
 	return nil
 }
 
-// setupRx sets up the receive queues, each over its own mempool, with its
-// supply full before the driver sees it.
+// txPool makes transmit queue i's mempool and returns it, the queue's
+// first frame and the ring its frames come back through, which takes
+// every frame in flight: up to the ring depth, its own or (net_af_xdp) the
+// receive queue's, sent in place.
+func (ps *portSetup) txPool(i int) (mp *eal.Mempool, first int, returned *queue.Ring, err error) {
+	c, d := ps.c, ps.d
+	if !ps.xsk {
+		mp, err = d.mempool(fmt.Sprintf("piot%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.txFrames, ps.txDepth, c.frameSize, ps.in.Socket)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return mp, ps.first, mp.Returned, nil
+	}
+	// net_af_xdp: receive queue i's frames, then this queue's, in the
+	// pair's mempool (see xskHost). The driver frees this queue's frames
+	// there, and the receive queue hands them on to a ring of this queue's.
+	mp, err = d.mempool(fmt.Sprintf("piox%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.rxFrames+ps.txFrames, ps.txDepth, c.frameSize, ps.in.Socket)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ps.hosts = append(ps.hosts, xskHost{mp: mp, rxFirst: ps.first})
+	return mp, ps.first + ps.rxFrames, queue.NewRing(queue.RingSize(max(ps.txFrames, ps.txDepth))), nil
+}
+
+// setupRx sets up the receive queues, each over its own mempool or its
+// pair's, with its supply full before the driver sees it.
 func (ps *portSetup) setupRx() error {
 	c, d := ps.c, ps.d
 	for i := 0; i < c.rxQueues; i++ {
-		mp, err := d.mempool(fmt.Sprintf("pior%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.rxFrames, ps.rxFrames, c.frameSize, ps.in.Socket)
+		mp, first, err := ps.rxPool(i)
 		if err != nil {
 			return err
 		}
@@ -452,7 +484,7 @@ func (ps *portSetup) setupRx() error {
 		}
 		q, err := queue.NewRx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
-			FirstFrame: ps.first, Frames: ps.rxFrames, Depth: ps.rxDepth, Supply: mp.Supply, Returned: mp.Returned,
+			FirstFrame: first, Frames: ps.rxFrames, Depth: ps.rxDepth, Supply: mp.Supply, Returned: mp.Returned,
 			RxChecksums: ps.kept&eal.RxChecksum != 0, PMD: driver,
 			Name: fmt.Sprintf("%s rx %d", ps.name, i),
 		})
@@ -468,15 +500,38 @@ func (ps *portSetup) setupRx() error {
 		if pair != nil {
 			pair.rx = q
 			if i < len(d.Tx) {
-				if err := d.Tx[i].q.SendInPlace(q.Lend()); err != nil {
+				if err := ps.pairUp(d.Tx[i].q, q); err != nil {
 					return err
 				}
 			}
 		}
 		d.Rx = append(d.Rx, &RxQueue{d: d, index: i, q: q, mp: mp, pmd: pmd, pair: pair})
-		ps.first += ps.rxFrames
 	}
 	return nil
+}
+
+// rxPool returns receive queue i's mempool and first frame: its pair's
+// (net_af_xdp), which txPool made, or one of its own.
+func (ps *portSetup) rxPool(i int) (mp *eal.Mempool, first int, err error) {
+	if i < len(ps.hosts) {
+		return ps.hosts[i].mp, ps.hosts[i].rxFirst, nil
+	}
+	mp, err = ps.d.mempool(fmt.Sprintf("pior%d_%d_%d", ps.port, regionSeq, i), ps.first, ps.rxFrames, ps.rxFrames, ps.c.frameSize, ps.in.Socket)
+	if err != nil {
+		return nil, 0, err
+	}
+	first = ps.first
+	ps.first += ps.rxFrames
+	return mp, first, nil
+}
+
+// pairUp lets net_af_xdp's transmit queue send the receive queue's frames
+// (forwarded) and its own, all of the pair's mempool, without a copy.
+func (ps *portSetup) pairUp(tx *queue.Tx, rx *queue.Rx) error {
+	if err := tx.SendInPlace(rx.Lend()); err != nil {
+		return err
+	}
+	return rx.HostFrames(tx.Span())
 }
 
 // start starts the port and installs the flow rules.
@@ -519,11 +574,7 @@ func (ps *portSetup) capabilities() packetio.Capabilities {
 // mempool makes the mempool of n frames from frame first, with rings of at
 // least ringMin entries (and at least n).
 func (d *Device) mempool(name string, first, n, ringMin, frameSize, socket int) (*eal.Mempool, error) {
-	ring := 1
-	for ring < max(n, ringMin) {
-		ring <<= 1
-	}
-	mp, err := eal.NewMempool(name, d.region, first*frameSize, n, frameSize, ring, socket)
+	mp, err := eal.NewMempool(name, d.region, first*frameSize, n, frameSize, queue.RingSize(max(n, ringMin)), socket)
 	if err != nil {
 		return nil, err
 	}

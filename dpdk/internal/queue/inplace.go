@@ -20,9 +20,16 @@ import (
 // they see any other transmitted frame, so the ownership contract does not
 // change.
 //
-// Every call here except SendInPlace and Lend runs under the lock the
-// driver's two queues share: the lent marks, the receive queue's rings and
-// the hand-back ring are touched from both goroutines.
+// The transmit queue's own frames go the same way (Rx.HostFrames): when
+// they lie in the receive queue's mempool, after its own frames, the
+// transmit queue writes them with that pool too, the driver sends them
+// without a copy and frees them into the receive queue's returned ring,
+// and the receive queue hands every one back through ReturnLent, no mark
+// needed: they are never its own.
+//
+// Every call here except SendInPlace, Lend and HostFrames runs under the
+// lock the driver's two queues share: the lent marks, the receive queue's
+// rings and the hand-back ring are touched from both goroutines.
 
 // Span is a run of the region's frames and the mempool that owns them.
 type Span struct {
@@ -56,32 +63,53 @@ func (t *Tx) SendInPlace(s Span) error {
 	return nil
 }
 
-// lending is a receive queue's record of its frames a transmit queue has
-// sent in place: one mark per frame, set while the driver holds it, and the
-// ring of those the driver has freed, waiting for ReturnLent.
+// lending is a receive queue's record of the frames the driver frees into
+// its pool on a transmit queue's behalf: one mark per frame of its own,
+// set while the driver holds it after a transmit queue sent it in place;
+// the transmit queue's own frames it hosts, which need none; and the ring
+// of those the driver has freed, waiting for ReturnLent.
 type lending struct {
-	marks []uint64 // bit i: frame i of the queue is lent
-	shift uint     // log2(frame size)
-	base  uint64   // offset of the queue's first frame
-	back  *Ring
+	marks  []uint64 // bit i: frame i of the queue is lent
+	shift  uint     // log2(frame size)
+	base   uint64   // offset of the queue's first frame
+	hosted inPlace  // the transmit queue's own frames, in this queue's pool
+	back   *Ring
 }
 
 // Lend prepares the queue for a transmit queue to send its frames in place
 // and returns the Span to give that queue's SendInPlace.
 func (q *Rx) Lend() Span {
 	if q.lent == nil {
-		ring := 1
-		for ring < q.cfg.Frames {
-			ring <<= 1
-		}
 		q.lent = &lending{
 			marks: make([]uint64, (q.cfg.Frames+63)/64),
 			shift: uint(bits.TrailingZeros(uint(q.cfg.FrameSize))),
 			base:  uint64(q.cfg.FirstFrame) * uint64(q.cfg.FrameSize),
-			back:  NewRing(ring), // every frame of the queue fits: none is there twice
+			back:  NewRing(RingSize(q.cfg.Frames)), // every frame of the queue fits: none is there twice
 		}
 	}
-	return Span{FirstFrame: q.cfg.FirstFrame, Frames: q.cfg.Frames, PoolVA: q.cfg.PoolVA}
+	return q.Span()
+}
+
+// HostFrames records that the frames of s are a transmit queue's own,
+// written with this queue's pool (s.PoolVA must be it): the driver frees
+// them into this queue's returned ring, and every one goes back to the
+// transmit queue through ReturnLent. s must not overlap the queue's own
+// frames. Call it, after Lend, before the driver can free one.
+func (q *Rx) HostFrames(s Span) error {
+	fs := uint64(q.cfg.FrameSize)
+	base, size := uint64(s.FirstFrame)*fs, uint64(s.Frames)*fs
+	own, ownSize := uint64(q.cfg.FirstFrame)*fs, uint64(q.cfg.Frames)*fs
+	switch {
+	case q.lent == nil:
+		return fmt.Errorf("%s: hosting a transmit queue's frames before Lend", q.cfg.Name)
+	case s.FirstFrame < 0 || s.Frames <= 0 || base+size > q.size || s.PoolVA != q.cfg.PoolVA:
+		return fmt.Errorf("%s: hosted span of %d frames from %d with pool %#x is not inside the region with this queue's pool %#x", q.cfg.Name, s.Frames, s.FirstFrame, s.PoolVA, q.cfg.PoolVA)
+	case base < own+ownSize && own < base+size:
+		return fmt.Errorf("%s: hosted span of %d frames from %d overlaps the queue's own %d from %d", q.cfg.Name, s.Frames, s.FirstFrame, q.cfg.Frames, q.cfg.FirstFrame)
+	}
+	q.lent.hosted = inPlace{base: base, size: size, pool: s.PoolVA}
+	q.lent.back = NewRing(RingSize(q.cfg.Frames + s.Frames)) // still every frame once
+	return nil
 }
 
 // ownMbuf is the frame offset of the driver address va when it is one of
@@ -130,11 +158,14 @@ func (q *Rx) takeLent(off uint64) bool {
 	return true
 }
 
-// backLent routes a returned mbuf of this queue at off: a lent frame goes
-// to the hand-back ring and true is returned; any other frame is the
-// caller's to place.
+// backLent routes a returned mbuf at off, a frame offset: a lent frame of
+// this queue or a hosted one of the transmit queue goes to the hand-back
+// ring and true is returned; any other frame is the caller's to place.
 func (q *Rx) backLent(va, off uint64) bool {
-	if q.lent == nil || !q.pool.Owns(off) || !q.takeLent(off) {
+	if q.lent == nil || off&q.mask != 0 {
+		return false
+	}
+	if !q.lent.hosted.owns(off) && (!q.pool.Owns(off) || !q.takeLent(off)) {
 		return false
 	}
 	if !q.lent.back.PushOne(va) {

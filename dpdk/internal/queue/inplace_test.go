@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/packetio/packetio"
@@ -69,20 +70,36 @@ func (x *xskFake) burst(mbufs []uint64) int {
 }
 
 // xskRig is a receive queue and a transmit queue paired as net_af_xdp
-// pairs them.
-func xskRig(t testing.TB, inPlace bool) (*Rx, *Tx, *xskFake) {
+// pairs them: with inPlace the transmit queue sends the receive queue's
+// frames in place, and with hosted its own frames are in the receive
+// queue's pool too, as the dpdk package lays a pair out.
+func xskRig(t testing.TB, inPlace, hosted bool) (*Rx, *Tx, *xskFake) {
 	t.Helper()
 	g := newRig(t, 1024)
 	rx := g.rx(512, 512)
 	tc := g.cfg(512, 0xa000+uint64(g.next))
+	if hosted {
+		// The driver frees them into the receive queue's returned
+		// ring; the transmit queue's own ring only gets what
+		// ReturnLent hands it.
+		tc.PoolVA, tc.Returned = rx.cfg.PoolVA, NewRing(1024)
+	}
 	x := &xskFake{fakePMD: g.pmd, rx: rx, rxPool: rx.cfg.PoolVA, returned: tc.Returned}
 	tc.PMD = x
 	tx, err := NewTx(tc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inPlace {
-		if err := tx.SendInPlace(rx.Lend()); err != nil {
+	if inPlace || hosted {
+		s := rx.Lend()
+		if inPlace {
+			if err := tx.SendInPlace(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if hosted {
+		if err := rx.HostFrames(Span{FirstFrame: tc.FirstFrame, Frames: tc.Frames, PoolVA: tc.PoolVA}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +120,7 @@ func (x *xskFake) feed(n int) {
 // is copied.
 func TestForwardedFramesAreSentInPlace(t *testing.T) {
 	for _, inPlace := range []bool{false, true} {
-		rx, tx, x := xskRig(t, inPlace)
+		rx, tx, x := xskRig(t, inPlace, false)
 		x.feed(16)
 		d := rx.Receive(16)
 		if n, err := tx.Transmit(d); n != 16 || err != nil {
@@ -141,7 +158,7 @@ func TestForwardedFramesAreSentInPlace(t *testing.T) {
 // receive queue's returned ring; a Fill there before the transmit queue's
 // next burst must not take it into the receive pool.
 func TestLentFramesSurviveFill(t *testing.T) {
-	rx, tx, x := xskRig(t, true)
+	rx, tx, x := xskRig(t, true, false)
 	x.feed(8)
 	d := rx.Receive(8)
 	tx.Transmit(d)
@@ -162,9 +179,16 @@ func TestLentFramesSurviveFill(t *testing.T) {
 
 // TestInPlaceForwardingConservesFrames: forwarding mixed with the transmit
 // queue's own frames, the driver taking short bursts now and then, keeps
-// every frame somewhere and leaves no frame marked lent.
+// every frame somewhere and leaves no frame marked lent; with the
+// transmit queue's frames hosted, the driver copies nothing.
 func TestInPlaceForwardingConservesFrames(t *testing.T) {
-	rx, tx, x := xskRig(t, true)
+	for _, hosted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hosted=%v", hosted), func(t *testing.T) { inPlaceForwardingConservesFrames(t, hosted) })
+	}
+}
+
+func inPlaceForwardingConservesFrames(t *testing.T, hosted bool) {
+	rx, tx, x := xskRig(t, true, hosted)
 	x.accept = 50
 	back := make([]packetio.Desc, 0, 512)
 	for i := 0; i < 5000; i++ {
@@ -179,7 +203,7 @@ func TestInPlaceForwardingConservesFrames(t *testing.T) {
 			n, _ := tx.Transmit(d)
 			tx.Free(d[n:])
 		}
-		total := rx.NumFreeFrames() + rx.cfg.Supply.Len() + len(x.cache) + rx.NumLentBack() + rx.cfg.Returned.Len()
+		total := rx.NumFreeFrames() + rx.cfg.Supply.Len() + len(x.cache) + inRing(rx, rx.lent.back) + inRing(rx, rx.cfg.Returned)
 		for _, va := range x.pending {
 			if _, ok := rx.ownMbuf(va); ok {
 				total++
@@ -203,8 +227,72 @@ func TestInPlaceForwardingConservesFrames(t *testing.T) {
 		}
 	}
 	s := tx.Stats()
-	if s.Backend["sent_in_place"] == 0 || x.copies == 0 || rx.Stats().Backend["pool_rejected"] != 0 || s.Backend["pool_rejected"] != 0 || rx.Err() != nil || tx.Err() != nil {
-		t.Fatalf("in place %d, copies %d (own frames), rx %v, tx %v", s.Backend["sent_in_place"], x.copies, rx.Stats().Backend, s.Backend)
+	if s.Backend["sent_in_place"] == 0 || (x.copies == 0) != hosted || rx.Stats().Backend["pool_rejected"] != 0 || s.Backend["pool_rejected"] != 0 || rx.Err() != nil || tx.Err() != nil {
+		t.Fatalf("in place %d, copies %d (own frames, hosted %v), rx %v, tx %v", s.Backend["sent_in_place"], x.copies, hosted, rx.Stats().Backend, s.Backend)
+	}
+}
+
+// TestHostedFramesAreSentWithoutACopy: a program that only transmits, its
+// frames in the receive queue's pool, sends many times its frames with no
+// copy and no receive buffer borrowed; every frame comes back to the
+// transmit queue's pool, none to the receive queue's.
+func TestHostedFramesAreSentWithoutACopy(t *testing.T) {
+	for _, hosted := range []bool{false, true} {
+		rx, tx, x := xskRig(t, false, hosted)
+		supply := rx.cfg.Supply.Len()
+		const rounds = 200 // 6,400 frames through 512
+		for i := 0; i < rounds; i++ {
+			d := build(t, tx, 32)
+			if n, err := tx.Transmit(d); n != len(d) || len(d) != 32 || err != nil {
+				t.Fatalf("hosted %v, round %d: sent %d of %d, %v", hosted, i, n, len(d), err)
+			}
+			tx.Complete(1 << 20)
+		}
+		x.compThresh = 1
+		for i := 0; i < 10 && tx.NumInFlight() > 0; i++ {
+			tx.Complete(1 << 20)
+		}
+		rx.Fill(0)
+		wantCopies := rounds * 32
+		if hosted {
+			wantCopies = 0
+		}
+		if x.copies != wantCopies || tx.NumFreeFrames() != 512 || tx.NumInFlight() != 0 || tx.Stats().Packets != rounds*32 {
+			t.Fatalf("hosted %v: %d copies (want %d), transmit pool %d of 512, %d in flight, %d sent", hosted, x.copies, wantCopies, tx.NumFreeFrames(), tx.NumInFlight(), tx.Stats().Packets)
+		}
+		if hosted && rx.cfg.Supply.Len() != supply {
+			t.Fatalf("supply %d, was %d: a receive buffer was borrowed", rx.cfg.Supply.Len(), supply)
+		}
+		if rx.NumFreeFrames()+rx.NumOutstanding() != 512 || rx.Err() != nil || tx.Err() != nil || rx.Stats().Backend["pool_rejected"] != 0 {
+			t.Fatalf("hosted %v: receive side %d + %d frames; errors %v, %v; rx %v", hosted, rx.NumFreeFrames(), rx.NumOutstanding(), rx.Err(), tx.Err(), rx.Stats().Backend)
+		}
+	}
+}
+
+// TestHostFramesRefusesABadSpan: a span outside the region, overlapping
+// the queue's own frames, with another pool, or given before Lend, is
+// refused before the driver can free one.
+func TestHostFramesRefusesABadSpan(t *testing.T) {
+	g := newRig(t, 64)
+	rx := g.rx(16, 16) // frames [0, 16)
+	pool := rx.cfg.PoolVA
+	if err := rx.HostFrames(Span{FirstFrame: 16, Frames: 8, PoolVA: pool}); err == nil {
+		t.Error("HostFrames before Lend accepted")
+	}
+	rx.Lend()
+	for _, s := range []Span{
+		{FirstFrame: 60, Frames: 8, PoolVA: pool},
+		{FirstFrame: -1, Frames: 8, PoolVA: pool},
+		{FirstFrame: 16, Frames: 0, PoolVA: pool},
+		{FirstFrame: 8, Frames: 16, PoolVA: pool},
+		{FirstFrame: 16, Frames: 8, PoolVA: pool + 1},
+	} {
+		if err := rx.HostFrames(s); err == nil {
+			t.Errorf("HostFrames(%+v) accepted", s)
+		}
+	}
+	if err := rx.HostFrames(Span{FirstFrame: 16, Frames: 8, PoolVA: pool}); err != nil {
+		t.Errorf("HostFrames of the frames after the queue's: %v", err)
 	}
 }
 
@@ -249,7 +337,7 @@ func TestSendInPlaceRefusesASpanOutsideTheRegion(t *testing.T) {
 }
 
 func TestInPlaceForwardingAllocatesNothing(t *testing.T) {
-	rx, tx, x := xskRig(t, true)
+	rx, tx, x := xskRig(t, true, true)
 	x.compThresh = 1
 	back := make([]packetio.Desc, 0, 512)
 	pkts := make([][]byte, 64)

@@ -174,6 +174,11 @@ func (c *core) descOK(d packetio.Desc) bool {
 	return within >= BufferStart && uint64(d.Len)-1 < uint64(c.cfg.FrameSize)-within
 }
 
+// Span is the queue's frames and the mempool it writes into their mbufs.
+func (c *core) Span() Span {
+	return Span{FirstFrame: c.cfg.FirstFrame, Frames: c.cfg.Frames, PoolVA: c.cfg.PoolVA}
+}
+
 // Pool is the queue's free list.
 func (c *core) Pool() *pool.Frames { return c.pool }
 

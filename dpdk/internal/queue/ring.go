@@ -24,6 +24,16 @@ func NewRing(size int) *Ring {
 	return &Ring{buf: make([]uint64, size), mask: uint32(size - 1), head: &idx[0], tail: &idx[1]}
 }
 
+// RingSize is the smallest power of two of at least n: the size of a ring
+// that holds n entries.
+func RingSize(n int) int {
+	ring := 1
+	for ring < n {
+		ring <<= 1
+	}
+	return ring
+}
+
 // NewRingOver wraps memory someone else owns: buf of a power-of-two length
 // and the two indices. It returns nil for a length that is not a power of
 // two.

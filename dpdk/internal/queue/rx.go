@@ -20,7 +20,7 @@ type Rx struct {
 	lent        *lending // frames a transmit queue sends in place (see inplace.go)
 
 	packets, bytes, filled, batches, poolEmpty atomic.Uint64
-	chained, badLen, notPosted                 atomic.Uint64
+	chained, badLen, notPosted, resupplied     atomic.Uint64
 }
 
 // NewRx returns a receive queue over cfg with a full pool and nothing
@@ -98,9 +98,10 @@ func (q *Rx) DrainReturned() int {
 
 // Resupply moves mbufs the driver freed into this queue's pool straight
 // back to the supply ring, so they stay posted, and returns how many it
-// moved. Frames a transmit queue sent in place go to the hand-back ring
-// for ReturnLent instead. It stops at the first address that is not one of
-// this queue's mbufs and leaves it for DrainReturned, which refuses it.
+// moved. Frames a transmit queue sent in place, and the transmit queue's
+// own frames this queue hosts, go to the hand-back ring for ReturnLent
+// instead. It stops at the first address that is none of these and leaves
+// it for DrainReturned, which refuses it.
 //
 // It is for drivers that borrow receive buffers for something else:
 // net_af_xdp copies every transmitted packet not of this pool into a buffer
@@ -118,12 +119,11 @@ func (q *Rx) Resupply() int {
 	moved, i := 0, 0
 	for ; i < n; i++ {
 		va := ret.buf[(h+uint32(i))&ret.mask]
-		off, ok := q.ownMbuf(va)
-		if !ok {
-			break
-		}
-		if q.backLent(va, off) {
+		if q.backLent(va, va-q.cfg.RegionVA-ObjHeader) {
 			continue
+		}
+		if _, ok := q.ownMbuf(va); !ok {
+			break
 		}
 		if moved == room {
 			break
@@ -133,6 +133,9 @@ func (q *Rx) Resupply() int {
 	}
 	*sup.tail = t + uint32(moved)
 	*ret.head = h + uint32(i)
+	if moved > 0 {
+		q.resupplied.Add(uint64(moved))
+	}
 	return moved
 }
 
@@ -267,6 +270,7 @@ func (q *Rx) Stats() packetio.RxStats {
 			"foreign":       q.fore.Load(),
 			"pool_rejected": q.pool.Rejected(),
 			"not_posted":    q.notPosted.Load(),
+			"resupplied":    q.resupplied.Load(),
 		},
 	}
 }
