@@ -138,6 +138,7 @@ type env struct {
 	feeder         string // feederLive or feederAfpacket
 	rewrite        string // rewriteRoute or rewriteMAC
 	steer          string // steerFilter or steerAll
+	write          string // writeFrame or writeHeaders
 	size           int    // the cell's frame length without FCS (runCell sets it)
 	flows, batch   int
 	warmup, window time.Duration
@@ -436,6 +437,10 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 	tmpl := make([]byte, spec.Len())
 	frame.Build(tmpl, spec)
 	l4 := spec.HeaderLen() - 8
+	written := tmpl // what the loop writes into each frame (-write)
+	if e.write == writeHeaders {
+		written = tmpl[:spec.HeaderLen()]
+	}
 	var total atomic.Uint64
 	ctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
@@ -450,12 +455,12 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error {
 			flow := i * 7
 			build := func(j int, b []byte) int {
-				n := copy(b, tmpl)
-				if n < len(tmpl) {
+				if len(b) < len(tmpl) {
 					return 0
 				}
+				copy(b, written)
 				setFlow(b, l4, (flow+j)%e.flows, false)
-				return n
+				return len(tmpl)
 			}
 			for ctx.Err() == nil {
 				n, err := tx.SendFunc(e.batch, build)
@@ -606,6 +611,14 @@ func (e *env) startFwd(ctx context.Context, r *rig, column string) (running, err
 	stop := func() error { return errors.Join(g.wait(), ln.verdict(total.Load())) }
 	return e.feedPacketio(ctx, r, d, &total, stop)
 }
+
+// What transmit writes into each frame it sends (-write).
+const (
+	writeFrame   = "frame"   // the whole frame, every time
+	writeHeaders = "headers" // the Ethernet, IPv4 and UDP headers; the payload is whatever the buffer holds, as in testpmd's txonly
+)
+
+var writes = []string{writeFrame, writeHeaders}
 
 // The rewrites forward can make (-forward).
 const (

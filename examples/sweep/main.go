@@ -99,6 +99,7 @@ type options struct {
 	feeder         string // feederLive or feederAfpacket
 	rewrite        string // rewriteRoute or rewriteMAC: what packetio's forward does to a frame
 	steer          string // steerFilter or steerAll: what a steering backend takes in receive and forward
+	write          string // writeFrame or writeHeaders: what packetio's transmit writes into each frame
 	out, csv, svg  string
 }
 
@@ -172,6 +173,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.testpmd, "testpmd", "dpdk-testpmd", `dpdk-testpmd to run for the testpmd columns ("" for none); skipped with a note when not found`)
 	fs.StringVar(&o.feeder, "feeder", feederLive, "what feeds receive and forward: live (frames from inside the peer's kernel, needs BPF) or afpacket (a packet socket on the peer, slower than most receivers)")
 	fs.StringVar(&o.rewrite, "forward", rewriteRoute, "what packetio's forward loop does to each frame: route (an IPv4 router: header and checksum checks, TTL, longest-prefix match, MACs) or mac (what testpmd's mac forwarding does: the destination MAC set to the next hop's, the source to the port's, nothing else)")
+	fs.StringVar(&o.write, "write", writeFrame, "what packetio's transmit loops write into each frame: frame (the whole frame, every time) or headers (the Ethernet, IPv4 and UDP headers only, the payload being whatever the buffer holds, as testpmd's txonly does; the C reference writes nothing per frame)")
 	fs.StringVar(&o.steer, "steer", steerFilter, "what packetio's backends that steer (afxdp) take in receive and forward: filter (exactly the feeder's flow, "+steering().String()+") or all (every frame of the queue, as the C reference and testpmd take)")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
 	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
@@ -290,8 +292,18 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 		return o, fmt.Errorf("-forward %q: one of %s", o.rewrite, strings.Join(rewrites, ", "))
 	case !slices.Contains(steers, o.steer):
 		return o, fmt.Errorf("-steer %q: one of %s", o.steer, strings.Join(steers, ", "))
+	case !slices.Contains(writes, o.write):
+		return o, fmt.Errorf("-write %q: one of %s", o.write, strings.Join(writes, ", "))
 	}
 	return o, nil
+}
+
+// writeNote says what packetio's transmit loops write into each frame.
+func writeNote(write string) string {
+	if write == writeHeaders {
+		return "transmit (-write headers): packetio's loops write the Ethernet, IPv4 and UDP headers (42 bytes) into each frame and leave the payload as the buffer holds it, as testpmd's txonly does (the C reference writes each frame once, at start, and nothing per frame; -write frame, the default, writes the whole frame every time)"
+	}
+	return "transmit (-write frame, the default): packetio's loops write the whole frame into each buffer every time, more work than testpmd's txonly (the headers only) and the C reference (nothing per frame), which -write headers does instead"
 }
 
 // forwardNote says what packetio's forward loops do to each frame.
@@ -346,7 +358,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
 		}
 	}()
-	e := &env{feeder: o.feeder, rewrite: o.rewrite, steer: o.steer, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
+	e := &env{feeder: o.feeder, rewrite: o.rewrite, steer: o.steer, write: o.write, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
 	defer func() {
 		if cerr := e.close(); cerr != nil && err == nil {
 			err = cerr
@@ -371,6 +383,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 		fmt.Sprintf("what the measured side sends (transmit, and forward's next hop) goes to %s at %s, a MAC nobody owns (a permanent neighbour entry): the peer's kernel drops each frame at its first look, so on a veth, where the receiving kernel's work runs on the sender's CPU, the sender is measured and not the peer's IP stack", sinkIP, sinkMAC),
 		"kernel: plain UDP sockets in the measured namespace, one per queue, sendmmsg/recvmmsg in batches of "+strconv.Itoa(o.batch)+
 			"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to that address)",
+		writeNote(o.write),
 		forwardNote(o.rewrite),
 		"frame sizes: every packetio loop checks the length of every frame it takes (a cell where more than 1 % are not the size it measures fails), the kernel baseline the length recvmmsg returns; 1514 bytes on the wire is a 1510-byte frame, which the veth's 1500-byte MTU carries")
 	var columns []string

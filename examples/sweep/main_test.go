@@ -82,7 +82,7 @@ func checkClean(t *testing.T, before host) {
 
 func tiny(dir string) options {
 	return options{backends: []string{"afpacket", "afxdp"}, columns: []string{colKernel, colAfpacket, colAfxdp}, loops: loops, queues: []int{1}, passes: 1, sizes: []int{64}, flows: 8, batch: 64,
-		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, rewrite: rewriteRoute, steer: steerFilter, out: dir}
+		warmup: 100 * time.Millisecond, window: 400 * time.Millisecond, feeder: feederLive, rewrite: rewriteRoute, steer: steerFilter, write: writeFrame, out: dir}
 }
 
 // rows returns the table's data rows.
@@ -192,6 +192,19 @@ func TestSweepSteerAll(t *testing.T) {
 	o.backends, o.columns, o.loops, o.steer = []string{"afxdp"}, []string{colAfxdp}, []string{loopRx, loopFwd}, steerAll
 	table := runSweep(t, o, "sweep")
 	if rs := rows(table); len(rs) != 2 || !strings.Contains(table, "taking every frame of its queues (-steer all") || strings.Contains(table, "veth steering") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+// TestSweepWriteHeaders: -write headers has afpacket's and afxdp's
+// transmit loops write the headers only; their cells are measured and the
+// notes say so.
+func TestSweepWriteHeaders(t *testing.T) {
+	testenv.NeedBPF(t)
+	o := tiny(t.TempDir())
+	o.columns, o.loops, o.write = []string{colAfpacket, colAfxdp}, []string{loopTx}, writeHeaders
+	table := runSweep(t, o, "sweep")
+	if rs := rows(table); len(rs) != 2 || !strings.Contains(table, "transmit (-write headers): packetio's loops write the Ethernet, IPv4 and UDP headers") {
 		t.Errorf("table:\n%s", table)
 	}
 }

@@ -319,8 +319,14 @@ func TestParseFlags(t *testing.T) {
 	if o, err := parse("-steer", "all"); err != nil || o.steer != steerAll {
 		t.Fatalf("-steer all: %+v, %v", o, err)
 	}
+	if o.write != writeFrame {
+		t.Fatalf("default -write %q, want %q", o.write, writeFrame)
+	}
+	if o, err := parse("-write", "headers"); err != nil || o.write != writeHeaders {
+		t.Fatalf("-write headers: %+v, %v", o, err)
+	}
 	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-sizes", "1519"}, {"-sizes", "8999"}, {"-columns", "nope"}, {"-loops", "nope"},
-		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"extra"}} {
+		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"-write", "payload"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
