@@ -106,6 +106,8 @@ func (q *Rx) HostFrames(s Span) error {
 		return fmt.Errorf("%s: hosted span of %d frames from %d with pool %#x is not inside the region with this queue's pool %#x", q.cfg.Name, s.Frames, s.FirstFrame, s.PoolVA, q.cfg.PoolVA)
 	case base < own+ownSize && own < base+size:
 		return fmt.Errorf("%s: hosted span of %d frames from %d overlaps the queue's own %d from %d", q.cfg.Name, s.Frames, s.FirstFrame, q.cfg.Frames, q.cfg.FirstFrame)
+	case q.lent.back.Len() > 0:
+		return fmt.Errorf("%s: hosting a transmit queue's frames with %d frames already waiting to go back to it", q.cfg.Name, q.lent.back.Len())
 	}
 	q.lent.hosted = inPlace{base: base, size: size, pool: s.PoolVA}
 	q.lent.back = NewRing(RingSize(q.cfg.Frames + s.Frames)) // still every frame once

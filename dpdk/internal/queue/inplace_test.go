@@ -294,6 +294,10 @@ func TestHostFramesRefusesABadSpan(t *testing.T) {
 	if err := rx.HostFrames(Span{FirstFrame: 16, Frames: 8, PoolVA: pool}); err != nil {
 		t.Errorf("HostFrames of the frames after the queue's: %v", err)
 	}
+	rx.lent.back.PushOne(testRegionVA + 16*testFrameSize + ObjHeader) // one on its way back
+	if err := rx.HostFrames(Span{FirstFrame: 16, Frames: 8, PoolVA: pool}); err == nil {
+		t.Error("HostFrames with a frame waiting to go back accepted")
+	}
 }
 
 // sendHome gives reclaimed frames back to the queue they belong to.
