@@ -301,7 +301,7 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 // writeNote says what packetio's transmit loops write into each frame.
 func writeNote(write string) string {
 	if write == writeHeaders {
-		return "transmit (-write headers): packetio's loops write the Ethernet, IPv4 and UDP headers (42 bytes) into each frame and leave the payload as the buffer holds it, as testpmd's txonly does (the C reference writes each frame once, at start, and nothing per frame; -write frame, the default, writes the whole frame every time)"
+		return "transmit (-write headers): packetio's loops write the Ethernet, IPv4 and UDP headers (42 bytes) into each frame and leave the payload as the buffer holds it, as testpmd's txonly does (the C reference writes each frame once, at start, and nothing per frame; -write frame, the default, writes the whole frame every time; chains of jumbo frames are written whole either way)"
 	}
 	return "transmit (-write frame, the default): packetio's loops write the whole frame into each buffer every time, more work than testpmd's txonly (the headers only) and the C reference (nothing per frame), which -write headers does instead"
 }
