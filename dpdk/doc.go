@@ -76,8 +76,10 @@
 // net_af_xdp starts packets 256 bytes further into the buffer (so it too
 // gets 4096-byte frames by default) and transmits through the XDP socket of
 // the receive queue with the same index, copying each packet that is not
-// from that queue's pool into a buffer of it (a forwarded frame is sent in
-// place): it needs a receive queue per transmit queue, and the two queues
-// of a pair share a lock around their bursts. Only net_tap
+// from that queue's pool into a buffer of it. The pair shares one pool,
+// the transmit queue's frames after the receive queue's, so a built frame
+// and a forwarded one are both sent in place: it needs a receive queue per
+// transmit queue, and the two queues of a pair share a lock around their
+// bursts. Only net_tap
 // keeps checksum offloads after configure. See README.md for numbers.
 package dpdk
