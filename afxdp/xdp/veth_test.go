@@ -21,6 +21,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/host"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -408,10 +409,7 @@ func TestCloseWakesPoll(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				if tc.pin {
-					runtime.LockOSThread() // not unlocked: the thread leaves with the goroutine
-					var set unix.CPUSet
-					set.Set(last)
-					if err := unix.SchedSetaffinity(0, &set); err != nil {
+					if err := host.PinThread(last); err != nil {
 						done <- err
 						return
 					}

@@ -334,11 +334,8 @@ func TestJoinsOnlyWhenParked(t *testing.T) {
 	// A pinned thread: every Wait blocks it in ppoll, and nothing joins.
 	errs := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // not unlocked: the thread leaves with the goroutine
-		var set unix.CPUSet
-		set.Set(runtime.NumCPU() - 1)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			errs <- fmt.Errorf("pin: %w", err)
+		if err := host.PinThread(runtime.NumCPU() - 1); err != nil {
+			errs <- err
 			return
 		}
 		if !host.ThreadPinned() {

@@ -201,6 +201,20 @@ func (p *Placement) Pin() (int, error) {
 	return cpu, nil
 }
 
+// PinThread locks the calling goroutine to its thread and the thread to
+// cpu, for the rest of the goroutine: the thread is not unlocked, it
+// leaves with the goroutine. For workers placed by hand (Placement.Pin
+// places them from a list).
+func PinThread(cpu int) error {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("host: pin to CPU %d: %w", cpu, err)
+	}
+	return nil
+}
+
 // ThreadPinned reports whether the calling thread may run on fewer CPUs
 // than the process could when it started (runtime.NumCPU): a worker pinned
 // with sched_setaffinity, as Pin and the backends' own pinning do, whose

@@ -231,9 +231,9 @@ func TestPinOnThisMachine(t *testing.T) {
 	}
 }
 
-// TestThreadPinned: false on a test goroutine's thread, true once the
-// thread is narrowed to one CPU, false again on a thread narrowed to all
-// the process started with.
+// TestThreadPinned: false on a test goroutine's thread, true once
+// PinThread narrows the thread to one CPU, false again on a thread
+// narrowed to all the process started with.
 func TestThreadPinned(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		testenv.CannotRun(t, "a pinned thread needs a machine of 2 CPUs or more (this one has %d)", runtime.NumCPU())
@@ -243,14 +243,11 @@ func TestThreadPinned(t *testing.T) {
 	}
 	got := make(chan [2]bool)
 	go func() {
-		runtime.LockOSThread() // not unlocked: the thread leaves with the goroutine
-		var one, all unix.CPUSet
-		if unix.SchedGetaffinity(0, &all) != nil {
+		var all unix.CPUSet
+		if unix.SchedGetaffinity(0, &all) != nil || PinThread(runtime.NumCPU()-1) != nil {
 			got <- [2]bool{false, true}
 			return
 		}
-		one.Set(runtime.NumCPU() - 1)
-		_ = unix.SchedSetaffinity(0, &one)
 		pinned := ThreadPinned()
 		_ = unix.SchedSetaffinity(0, &all)
 		got <- [2]bool{pinned, ThreadPinned()}

@@ -7,7 +7,6 @@ package cpus
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -79,13 +78,7 @@ func Pin(cpu int) error {
 	if cpu < 0 {
 		return nil
 	}
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pin to CPU %d: %w", cpu, err)
-	}
-	return nil
+	return host.PinThread(cpu)
 }
 
 func contains(l []int, c int) bool {
