@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/forward"
 	"github.com/packetio/packetio/examples/internal/frame"
+	"github.com/packetio/packetio/examples/internal/testbed"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -312,6 +314,39 @@ func TestRewriters(t *testing.T) {
 		}
 		if v := rw(make([]byte, 13), 13, false); v == forward.Forwarded {
 			t.Errorf("%s: a 13-byte frame was forwarded", tc.rewrite)
+		}
+	}
+}
+
+// TestTxFrame: -write frame writes the whole template into each frame,
+// -write headers its 42 bytes of headers and leaves the payload as the
+// buffer held it; both set the flow's source port; a buffer too short for
+// the frame builds nothing.
+func TestTxFrame(t *testing.T) {
+	spec := frame.Spec{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: sinkMAC, SrcIP: testbed.AddrA.Addr(), DstIP: sinkIP, SrcPort: 1024, DstPort: discardPort, Size: 1510}
+	tmpl := make([]byte, spec.Len())
+	frame.Build(tmpl, spec)
+	hl, l4 := spec.HeaderLen(), spec.HeaderLen()-8
+	for _, write := range writes {
+		e := &env{write: write}
+		written := e.txWritten(tmpl, hl)
+		b := bytes.Repeat([]byte{0xaa}, len(tmpl)+64)
+		if n := txFrame(b, tmpl, written, l4, 5); n != len(tmpl) {
+			t.Fatalf("%s: built %d bytes, want %d", write, n, len(tmpl))
+		}
+		if port := int(b[l4])<<8 | int(b[l4+1]); port != 1024+5 {
+			t.Errorf("%s: source port %d, want %d", write, port, 1024+5)
+		}
+		want := slices.Clone(tmpl)
+		want[l4], want[l4+1] = b[l4], b[l4+1]
+		if write == writeHeaders {
+			copy(want[hl:], bytes.Repeat([]byte{0xaa}, len(tmpl)-hl))
+		}
+		if !bytes.Equal(b[:len(tmpl)], want) || hl != 42 {
+			t.Errorf("%s: frame differs from the template's %d bytes written over the buffer (headers %d bytes)", write, len(written), hl)
+		}
+		if n := txFrame(b[:len(tmpl)-1], tmpl, written, l4, 5); n != 0 {
+			t.Errorf("%s: built %d bytes in a buffer one byte short", write, n)
 		}
 	}
 }

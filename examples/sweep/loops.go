@@ -437,10 +437,7 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 	tmpl := make([]byte, spec.Len())
 	frame.Build(tmpl, spec)
 	l4 := spec.HeaderLen() - 8
-	written := tmpl // what the loop writes into each frame (-write)
-	if e.write == writeHeaders {
-		written = tmpl[:spec.HeaderLen()]
-	}
+	written := e.txWritten(tmpl, spec.HeaderLen())
 	var total atomic.Uint64
 	ctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
@@ -454,14 +451,7 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 		}
 		g.goQueue(ctx, i, e.workerCPU(i), func(ctx context.Context) error {
 			flow := i * 7
-			build := func(j int, b []byte) int {
-				if len(b) < len(tmpl) {
-					return 0
-				}
-				copy(b, written)
-				setFlow(b, l4, (flow+j)%e.flows, false)
-				return len(tmpl)
-			}
+			build := func(j int, b []byte) int { return txFrame(b, tmpl, written, l4, (flow+j)%e.flows) }
 			for ctx.Err() == nil {
 				n, err := tx.SendFunc(e.batch, build)
 				if err != nil {
@@ -619,6 +609,27 @@ const (
 )
 
 var writes = []string{writeFrame, writeHeaders}
+
+// txWritten is what transmit writes into each frame (-write): the whole
+// template, or its first headerLen bytes.
+func (e *env) txWritten(tmpl []byte, headerLen int) []byte {
+	if e.write == writeHeaders {
+		return tmpl[:headerLen]
+	}
+	return tmpl
+}
+
+// txFrame builds one of transmit's frames in b: written (txWritten) over
+// it, then the flow's source port at l4. It returns the frame's length,
+// len(tmpl), or 0 when b cannot hold it.
+func txFrame(b, tmpl, written []byte, l4, flow int) int {
+	if len(b) < len(tmpl) {
+		return 0
+	}
+	copy(b, written)
+	setFlow(b, l4, flow, false)
+	return len(tmpl)
+}
 
 // The rewrites forward can make (-forward).
 const (

@@ -295,7 +295,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.queues) != 1 || o.passes != 5 || !slices.Equal(o.sizes, []int{64, 512, 1514}) || len(o.loops) != 3 || o.testpmd != "dpdk-testpmd" || o.feeder != feederLive {
+	if len(o.queues) != 1 || o.passes != 5 || !slices.Equal(o.sizes, []int{64, 512, 1514}) || len(o.loops) != 3 || o.testpmd != "dpdk-testpmd" {
 		t.Fatalf("defaults %+v", o)
 	}
 	if !slices.Contains(o.backends, "afxdp") || !slices.Contains(o.backends, "afpacket") {
@@ -304,26 +304,22 @@ func TestParseFlags(t *testing.T) {
 	if o, err := parse("-sizes", "64,9000"); err != nil || !slices.Equal(o.sizes, []int{64, 9000}) {
 		t.Fatalf("-sizes 64,9000: %+v, %v", o, err)
 	}
-	if o, err := parse("-feeder", "afpacket"); err != nil || o.feeder != feederAfpacket {
-		t.Fatalf("-feeder afpacket: %+v, %v", o, err)
-	}
-	if o.rewrite != rewriteRoute {
-		t.Fatalf("default -forward %q, want %q", o.rewrite, rewriteRoute)
-	}
-	if o, err := parse("-forward", "mac"); err != nil || o.rewrite != rewriteMAC {
-		t.Fatalf("-forward mac: %+v, %v", o, err)
-	}
-	if o.steer != steerFilter {
-		t.Fatalf("default -steer %q, want %q", o.steer, steerFilter)
-	}
-	if o, err := parse("-steer", "all"); err != nil || o.steer != steerAll {
-		t.Fatalf("-steer all: %+v, %v", o, err)
-	}
-	if o.write != writeFrame {
-		t.Fatalf("default -write %q, want %q", o.write, writeFrame)
-	}
-	if o, err := parse("-write", "headers"); err != nil || o.write != writeHeaders {
-		t.Fatalf("-write headers: %+v, %v", o, err)
+	// The choices: each flag's default, and the other value taken.
+	for _, c := range []struct {
+		flag, def, other string
+		got              func(options) string
+	}{
+		{"-feeder", feederLive, feederAfpacket, func(o options) string { return o.feeder }},
+		{"-forward", rewriteRoute, rewriteMAC, func(o options) string { return o.rewrite }},
+		{"-steer", steerFilter, steerAll, func(o options) string { return o.steer }},
+		{"-write", writeFrame, writeHeaders, func(o options) string { return o.write }},
+	} {
+		if c.got(o) != c.def {
+			t.Errorf("default %s %q, want %q", c.flag, c.got(o), c.def)
+		}
+		if o, err := parse(c.flag, c.other); err != nil || c.got(o) != c.other {
+			t.Errorf("%s %s: %q, %v", c.flag, c.other, c.got(o), err)
+		}
 	}
 	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-sizes", "1519"}, {"-sizes", "8999"}, {"-columns", "nope"}, {"-loops", "nope"},
 		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"-write", "payload"}, {"extra"}} {
