@@ -350,3 +350,25 @@ func TestTxFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigSteer: afxdp's receive and forward cells steer with the
+// feeder's filter under -steer filter and take everything under -steer
+// all; a transmit-only open has no filter either way.
+func TestConfigSteer(t *testing.T) {
+	for _, tc := range []struct {
+		steer string
+		rxq   int
+		want  bool // a steering filter
+	}{
+		{steerFilter, 1, true},
+		{steerAll, 1, false},
+		{steerFilter, 0, false},
+		{steerAll, 0, false},
+	} {
+		e := &env{steer: tc.steer}
+		c := e.config(false, colAfxdp, 1, tc.rxq)
+		if got := len(c.Steering.Match) > 0; got != tc.want {
+			t.Errorf("-steer %s, %d receive queues: steering %v, want %v", tc.steer, tc.rxq, c.Steering, tc.want)
+		}
+	}
+}

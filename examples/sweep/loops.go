@@ -317,15 +317,17 @@ func steering() packetio.SteeringFilter {
 		packetio.MatchDstPort(packetio.IPProtoUDP, discardPort)...)}
 }
 
-// openBackend opens column's backend on side A of r with txq and rxq
-// queues; workers are placed by the sweep, never by the backend.
-func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device, error) {
+// config is how openBackend opens column's backend: txq and rxq queues,
+// busy polling for its busy-polling column, multi-buffer and larger frames
+// for jumbo frames, and the steering filter where there is a receive
+// queue, unless -steer all.
+func (e *env) config(jumbo bool, column string, txq, rxq int) backend.Config {
 	name := backendOf(column)
-	c := backend.Config{TxQueues: txq, RxQueues: rxq, BusyPoll: column == colAfxdpBusy, MultiBuffer: r.jumbo}
+	c := backend.Config{TxQueues: txq, RxQueues: rxq, BusyPoll: column == colAfxdpBusy, MultiBuffer: jumbo}
 	switch {
-	case r.jumbo && name == "afxdp":
+	case jumbo && name == "afxdp":
 		c.FrameSize = jumboFrameSize
-	case r.jumbo && name == "afpacket" && rxq == 0:
+	case jumbo && name == "afpacket" && rxq == 0:
 		// Transmit only: one 16 KiB TX ring slot a packet beats a chain
 		// of 2 KiB frames over sendmmsg (see jumboRingFrameSize).
 		c.MultiBuffer, c.FrameSize = false, jumboRingFrameSize
@@ -333,6 +335,13 @@ func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device,
 	if rxq > 0 && e.steer != steerAll {
 		c.Steering = backend.Steering(name, steering())
 	}
+	return c
+}
+
+// openBackend opens column's backend on side A of r with txq and rxq
+// queues; workers are placed by the sweep, never by the backend.
+func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device, error) {
+	c := e.config(r.jumbo, column, txq, rxq)
 	vdev := ""
 	if column == colDpdkXDP {
 		vdev = fmt.Sprintf("net_af_xdp%d,iface=%s,start_queue=0,queue_count=%d", e.vdevs, r.bed.Name, max(txq, rxq, 1))
@@ -344,7 +353,7 @@ func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device,
 			if vdev != "" {
 				iface = vdev
 			}
-			return backend.Open(name, iface, c)
+			return backend.Open(backendOf(column), iface, c)
 		})
 		return err
 	})
