@@ -69,10 +69,15 @@ func BenchmarkWake(b *testing.B) {
 			frame := testFrames(p.B.MAC, 1)
 			var sentAt atomic.Int64
 			lat := make([]time.Duration, 0, b.N)
-			stop := make(chan struct{})
-			defer close(stop)
+			// The sender is joined before the device closes: a frame can
+			// reach the receiver while SendFunc is still looking at the
+			// transmit ring, and Close may not race Transmit (it unmaps
+			// the ring).
+			stop, exited := make(chan struct{}), make(chan struct{})
+			defer func() { close(stop); <-exited }()
 			next := make(chan struct{}, 1)
 			go func() {
+				defer close(exited)
 				for {
 					select {
 					case <-stop:
