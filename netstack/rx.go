@@ -15,6 +15,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 // offloadDataValid is VIRTIO_NET_HDR_F_DATA_VALID in Offload.Flags: the
@@ -107,7 +108,7 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 			if !blocking {
 				idle++
 				if idle > 256 {
-					time.Sleep(50 * time.Microsecond)
+					spinwait.Sleep(50 * time.Microsecond)
 				} else {
 					runtime.Gosched()
 				}

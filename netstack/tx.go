@@ -14,6 +14,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 // minFrame is the shortest Ethernet frame without its FCS; shorter packets
@@ -215,7 +216,7 @@ func (q *txQueue) room(n int) bool {
 		if spins < 16 {
 			runtime.Gosched()
 		} else {
-			time.Sleep(20 * time.Microsecond)
+			spinwait.Sleep(20 * time.Microsecond)
 		}
 	}
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/promserve"
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 type options struct {
@@ -338,7 +339,7 @@ func worker(ctx context.Context, tx packetio.TxQueue, spec frame.Spec, q int, o 
 			if err := tx.Err(); err != nil {
 				return fmt.Errorf("queue %d: %w", q, err)
 			}
-			time.Sleep(50 * time.Microsecond) // back-pressure: let the device drain
+			spinwait.Sleep(50 * time.Microsecond) // back-pressure: let the device drain
 		}
 		flow += n
 		sent += uint64(n)

@@ -8,6 +8,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afpacket"
 	"github.com/packetio/packetio/examples/internal/stamp"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 // One-way latency takes two stamps on one clock: the departure stamp of the
@@ -94,7 +95,7 @@ func departure(tx packetio.TimestampTransmitter, buf []packetio.TxStamp, seq uin
 			}
 		}
 		if len(buf) == 0 {
-			time.Sleep(10 * time.Microsecond)
+			spinwait.Sleep(10 * time.Microsecond)
 		}
 	}
 	return 0, buf

@@ -34,6 +34,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/pcapfile"
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 type options struct {
@@ -269,7 +270,7 @@ func sendLoop(ctx context.Context, tx packetio.TxQueue, tr *trace, o options, se
 			if err := tx.Err(); err != nil {
 				return err
 			}
-			time.Sleep(50 * time.Microsecond) // back-pressure
+			spinwait.Sleep(50 * time.Microsecond) // back-pressure
 			continue
 		}
 		if sentN < int(batch) {

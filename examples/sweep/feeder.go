@@ -17,6 +17,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/examples/internal/testbed"
 	"github.com/packetio/packetio/internal/csum"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 // target is where a feeder aims: the receiver's MAC, and an IPv4 address
@@ -260,7 +261,7 @@ func feed(ctx context.Context, tx packetio.TxQueue, spec frame.Spec, flows, batc
 		flow += n
 		sent.Add(uint64(n))
 		if n == 0 {
-			time.Sleep(20 * time.Microsecond)
+			spinwait.Sleep(20 * time.Microsecond)
 		}
 	}
 }

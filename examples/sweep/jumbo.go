@@ -9,6 +9,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/forward"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 // Jumbo frames. -sizes takes one size above 1518: 9000 bytes on the wire
@@ -121,7 +122,7 @@ func sendChainsUntil(ctx context.Context, cs *chainSender, batch, flow int, tota
 			if err := cs.tx.Err(); err != nil {
 				return err
 			}
-			time.Sleep(20 * time.Microsecond)
+			spinwait.Sleep(20 * time.Microsecond)
 		}
 		flow += n
 		total.Add(uint64(n))

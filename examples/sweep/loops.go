@@ -25,6 +25,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/spinwait"
 )
 
 // errSkip marks a cell that cannot be measured here, for a reason that is
@@ -470,7 +471,7 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 					if err := tx.Err(); err != nil {
 						return err
 					}
-					time.Sleep(20 * time.Microsecond)
+					spinwait.Sleep(20 * time.Microsecond)
 				}
 				flow += n
 				total.Add(uint64(n))
