@@ -2,8 +2,8 @@
 // whose queues have no file descriptor to block on: Poll looks at the ring
 // again and again, yielding the processor between looks, and sleeps
 // briefly between looks once it has waited a while, so an idle queue costs
-// little CPU and a busy one answers within a look. Its Sleep is the one
-// sleep under a millisecond in packetio (netstack's loops and the
+// little CPU and a busy one answers within a look. Its Sleep is for every
+// wait under a millisecond on a packet path (netstack's loops and the
 // examples' back-pressure use it too), because time.Sleep cannot give one.
 package spinwait
 
