@@ -2,6 +2,8 @@ package spinwait
 
 import (
 	"errors"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -49,6 +51,25 @@ func TestWait(t *testing.T) {
 				t.Errorf("timeout 0 looked %d times", looks)
 			}
 		})
+	}
+}
+
+// TestSleepLetsOthersRun shows that Sleep hands the P to a goroutine
+// waiting for it before the thread sleeps: with one P, a goroutine started
+// just before two Sleeps has run when they return (one Sleep may find the
+// runtime's global queue, which holds the sleeper, first in line). Without
+// that, a loop of naps keeps the P for as long as the runtime does not
+// notice, and the rest of the program waits.
+func TestSleepLetsOthersRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for i := range 200 {
+		var ran atomic.Bool
+		go ran.Store(true)
+		Sleep(Nap)
+		Sleep(Nap)
+		if !ran.Load() {
+			t.Fatalf("round %d: a goroutine waiting for the only P did not run during two Sleeps", i)
+		}
 	}
 }
 
