@@ -31,9 +31,8 @@
 // nudge when Complete finds nothing waiting. Every mbuf field is read and
 // written from Go. Poll spins (BlockingPoll is false): there is nothing to
 // sleep on. It yields the processor between its first 256 looks, then
-// sleeps 20 µs between looks (about 100 µs with the thread's timer slack;
-// it was 1.1 ms until time.Sleep gave way to nanosleep): see
-// internal/spinwait.
+// sleeps 20 µs between looks (about 100 µs with the thread's timer
+// slack): see internal/spinwait.
 //
 // # Control calls and namespaces
 //
