@@ -74,6 +74,7 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 		spin.d = 0 // the loop below never sleeps in Poll anyway
 	}
 	idle := 0
+	var naps spinwait.Backoff // idle, after 256 yields: naps from 20 µs, doubling to 0.5 ms
 	lastCheck := time.Now()
 	for {
 		select {
@@ -108,7 +109,7 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 			if !blocking {
 				idle++
 				if idle > 256 {
-					spinwait.Sleep(50 * time.Microsecond)
+					spinwait.Sleep(naps.Next())
 				} else {
 					runtime.Gosched()
 				}
@@ -123,6 +124,7 @@ func (r *rxLoop) run(d stack.NetworkDispatcher, stop <-chan struct{}) {
 			continue
 		}
 		idle = 0
+		naps.Reset()
 		spin.batch(time.Now())
 		var descs []packetio.Desc
 		var offs []packetio.Offload

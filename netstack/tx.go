@@ -197,6 +197,7 @@ func (q *txQueue) write(pkt *stack.PacketBuffer) tcpip.Error {
 // queue can take n frames. It reports false on timeout or a dead queue.
 func (q *txQueue) room(n int) bool {
 	var deadline time.Time
+	var naps spinwait.Backoff
 	for spins := 0; ; spins++ {
 		q.q.Complete(q.q.NumCompleted())
 		if min(q.q.NumFreeSlots(), q.q.NumFreeFrames()) >= n {
@@ -216,7 +217,7 @@ func (q *txQueue) room(n int) bool {
 		if spins < 16 {
 			runtime.Gosched()
 		} else {
-			spinwait.Sleep(20 * time.Microsecond)
+			spinwait.Sleep(naps.Next())
 		}
 	}
 }

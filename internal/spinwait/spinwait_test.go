@@ -91,3 +91,17 @@ func BenchmarkSleep(b *testing.B) {
 		})
 	}
 }
+
+func TestBackoff(t *testing.T) {
+	var b Backoff
+	us := time.Microsecond
+	for i, want := range []time.Duration{20 * us, 40 * us, 80 * us, 160 * us, 320 * us, MaxNap, MaxNap} {
+		if got := b.Next(); got != want {
+			t.Fatalf("nap %d: %v, want %v", i, got, want)
+		}
+	}
+	b.Reset()
+	if got := b.Next(); got != Nap {
+		t.Fatalf("after Reset: %v, want %v", got, Nap)
+	}
+}
