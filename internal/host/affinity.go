@@ -185,10 +185,8 @@ func (p *Placement) Pin() (int, error) {
 		p.byTID[tid] = cpu
 	}
 	p.mu.Unlock()
-	var set unix.CPUSet
-	set.Set(cpu)
 	// Every time, not only the first: thread ids are reused.
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := setThreadCPU(cpu); err != nil {
 		p.mu.Lock()
 		if !had {
 			delete(p.byTID, tid)
@@ -196,7 +194,7 @@ func (p *Placement) Pin() (int, error) {
 		}
 		p.mu.Unlock()
 		runtime.UnlockOSThread()
-		return -1, fmt.Errorf("host: pin to CPU %d: %w", cpu, err)
+		return -1, err
 	}
 	return cpu, nil
 }
@@ -207,6 +205,11 @@ func (p *Placement) Pin() (int, error) {
 // places them from a list).
 func PinThread(cpu int) error {
 	runtime.LockOSThread()
+	return setThreadCPU(cpu)
+}
+
+// setThreadCPU narrows the calling thread to cpu.
+func setThreadCPU(cpu int) error {
 	var set unix.CPUSet
 	set.Set(cpu)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {

@@ -40,6 +40,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/internal/host"
 )
 
 // DefaultBatch is the number of frames one BPF_PROG_RUN call sends.
@@ -201,10 +203,8 @@ func (g *Generator) startWorker() error {
 			return
 		}
 		if g.cpu >= 0 {
-			var set unix.CPUSet
-			set.Set(g.cpu)
-			if e := unix.SchedSetaffinity(0, &set); e != nil {
-				ready <- fmt.Errorf("trafficgen: pin to CPU %d: %w", g.cpu, e)
+			if e := host.PinThread(g.cpu); e != nil {
+				ready <- fmt.Errorf("trafficgen: %w", e)
 				return
 			}
 		}

@@ -119,10 +119,11 @@ func (q *Rx) Resupply() int {
 	moved, i := 0, 0
 	for ; i < n; i++ {
 		va := ret.buf[(h+uint32(i))&ret.mask]
-		if q.backLent(va, va-q.cfg.RegionVA-ObjHeader) {
+		off, own := q.ownMbuf(va)
+		if q.backLent(va, off) {
 			continue
 		}
-		if _, ok := q.ownMbuf(va); !ok {
+		if !own {
 			break
 		}
 		if moved == room {
