@@ -2,6 +2,7 @@ package trafficgen_test
 
 import (
 	"encoding/binary"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,5 +107,110 @@ func TestGeneratorRefusesBadFrames(t *testing.T) {
 	}
 	if _, err := trafficgen.New("lo", frame(), trafficgen.WithFlows(59, 4)); err == nil {
 		t.Error("a flow counter past the frame was accepted")
+	}
+}
+
+// TestLoopOverlapsPinnedCalls: a pinned generator's Loop has two calls in
+// progress at once (so its program stays in the kernel's XDP dispatcher
+// between calls, see the package comment), an unpinned one never more
+// than one; every frame a call sent reaches next, and Loop ends when next
+// returns 0.
+func TestLoopOverlapsPinnedCalls(t *testing.T) {
+	testenv.NeedBPF(t)
+	p := netns.New(t)
+	for _, tc := range []struct {
+		name string
+		opts []trafficgen.Option
+		most int
+	}{
+		{"pinned", []trafficgen.Option{trafficgen.WithCPU(0)}, 2},
+		{"unpinned", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g *trafficgen.Generator
+			if err := p.A.Do(func() (err error) {
+				g, err = trafficgen.New(p.A.Link, frame(), tc.opts...)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			const calls, per = 40, 20000
+			inFlight, most, asked := 0, 0, 0
+			var passed uint64
+			start := time.Now()
+			err := g.Loop(func(sent uint32, took time.Duration) uint32 {
+				if sent > 0 { // a thread's call ended
+					inFlight--
+					passed += uint64(sent)
+					if took <= 0 {
+						t.Errorf("a call of %d frames took %v", sent, took)
+					}
+				}
+				if asked == calls {
+					return 0
+				}
+				asked++
+				inFlight++
+				most = max(most, inFlight)
+				return per
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d calls of %d frames in %v", calls, per, time.Since(start)) // each call alone waits out two RCU grace periods
+			if inFlight != 0 {
+				t.Errorf("%d calls were not passed back to next", inFlight)
+			}
+			if passed != calls*per || g.Sent() != passed {
+				t.Errorf("next was passed %d frames, the generator sent %d; want %d", passed, g.Sent(), calls*per)
+			}
+			if most != tc.most {
+				t.Errorf("at most %d calls in progress at once, want %d", most, tc.most)
+			}
+		})
+	}
+}
+
+// TestCloseEndsALoop: Close during a Loop that would go on for ever ends it
+// after the calls in progress, without an error, and the generator refuses
+// work afterwards.
+func TestCloseEndsALoop(t *testing.T) {
+	testenv.NeedBPF(t)
+	p := netns.New(t)
+	var g *trafficgen.Generator
+	if err := p.A.Do(func() (err error) {
+		g, err = trafficgen.New(p.A.Link, frame(), trafficgen.WithCPU(0))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- g.Loop(func(uint32, time.Duration) uint32 {
+			once.Do(func() { close(started) })
+			return 20000
+		})
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("Loop ended before its first call: %v", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Loop ended by Close: %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Loop still running 10 s after Close returned")
+	}
+	if _, err := g.Send(1); err == nil {
+		t.Error("Send after Close succeeded")
 	}
 }

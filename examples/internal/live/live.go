@@ -220,8 +220,9 @@ func (s *Source) Run(ctx context.Context, rate float64) (uint64, error) {
 	return total.Load(), errors.Join(errs...)
 }
 
-// run drives one generator. With a rate it sends a twentieth of a second's
-// worth per call and sleeps while it is ahead.
+// run drives one generator, its calls back to back on its own thread
+// (trafficgen's Loop). With a rate it sends a twentieth of a second's worth
+// per call and sleeps while it is ahead.
 func (s *Source) run(ctx context.Context, g *trafficgen.Generator, rate float64, total *atomic.Uint64) error {
 	batch := uint32(firstBatch)
 	if rate > 0 {
@@ -229,28 +230,26 @@ func (s *Source) run(ctx context.Context, g *trafficgen.Generator, rate float64,
 	}
 	start := time.Now()
 	var mine uint64
-	for ctx.Err() == nil {
-		if rate > 0 {
-			if ahead := float64(mine) - rate*time.Since(start).Seconds(); ahead > 0 {
-				if sleep(ctx, time.Duration(ahead/rate*float64(time.Second))) != nil {
-					break
-				}
-				continue
+	return g.Loop(func(sent uint32, took time.Duration) uint32 {
+		if sent > 0 {
+			mine += uint64(sent)
+			total.Add(uint64(sent))
+			s.sent.Add(uint64(sent))
+			if rate == 0 {
+				batch = nextBatch(sent, took)
 			}
 		}
-		t0 := time.Now()
-		n, err := g.Send(batch)
-		mine += n
-		total.Add(n)
-		s.sent.Add(n)
-		if err != nil {
-			return err
+		for ctx.Err() == nil {
+			ahead := float64(mine) - rate*time.Since(start).Seconds()
+			if rate <= 0 || ahead <= 0 {
+				return batch
+			}
+			if sleep(ctx, time.Duration(ahead/rate*float64(time.Second))) != nil {
+				break
+			}
 		}
-		if rate == 0 {
-			batch = nextBatch(batch, time.Since(t0))
-		}
-	}
-	return nil
+		return 0
+	})
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
