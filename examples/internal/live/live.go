@@ -220,7 +220,7 @@ func (s *Source) Run(ctx context.Context, rate float64) (uint64, error) {
 	return total.Load(), errors.Join(errs...)
 }
 
-// run drives one generator, its calls back to back on its own thread
+// run drives one generator, its calls back to back on its own threads
 // (trafficgen's Loop). With a rate it sends a twentieth of a second's worth
 // per call and sleeps while it is ahead.
 func (s *Source) run(ctx context.Context, g *trafficgen.Generator, rate float64, total *atomic.Uint64) error {
