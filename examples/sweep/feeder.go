@@ -86,7 +86,7 @@ func newLiveFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus []
 }
 
 func (f *liveFeeder) describe() string {
-	return fmt.Sprintf("fed from the peer from inside its kernel: one internal/trafficgen generator per queue of the row (BPF_PROG_RUN with live frames, XDP_TX), generator i pinned to CPU i, each with two threads on that CPU whose calls overlap, so the kernel's XDP dispatcher keeps its program and the feed has no gap between calls, "+
+	return fmt.Sprintf("fed from the peer from inside its kernel: one internal/trafficgen generator per queue of the row (BPF_PROG_RUN with live frames, XDP_TX), generator i pinned to CPU i, each with two threads on that CPU whose calls overlap, so the kernel's XDP dispatcher keeps its program between calls instead of stopping the feed for two RCU grace periods after each, "+
 		"%d flows (UDP source ports); the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", f.flows)
 }
 

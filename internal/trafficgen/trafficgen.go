@@ -26,16 +26,23 @@
 // frames a call, takes up to a call's time to notice it should stop (about
 // half a second at 4 Mpps, two calls sharing the CPU).
 //
-// A run also puts the program into the kernel's XDP dispatcher at its
-// start and takes it out at its end, and each change waits for an RCU
-// grace period (synchronize_rcu in bpf_dispatcher_change_prog): about 10 ms
-// each here, so a feed of 250 ms calls stood idle 20 ms after every call,
-// 7% of the time. The dispatcher counts its users of a program and changes
-// only when the count leaves or reaches zero, so on a generator pinned to
-// a CPU (WithCPU) Loop runs its calls on two threads, both on that CPU,
-// whose calls overlap: one starts while the other runs, the program stays
-// in, and the CPU has no idle gap (the two share it, so the rate is one
-// thread's).
+// A run also puts the program into the kernel's XDP dispatcher at its start
+// and takes it out at its end, and each change waits for an RCU grace period
+// (synchronize_rcu in bpf_dispatcher_change_prog): about 10 ms each here, so
+// a feed of 250 ms calls stood idle 20 ms after every call, 7% of the time.
+// The dispatcher counts its users of a program and changes only when the
+// count leaves or reaches zero, so on a generator pinned to a CPU (WithCPU)
+// Loop runs its calls on two threads, both on that CPU, whose calls overlap:
+// one starts while the other runs, the program stays in, and the CPU has no
+// idle gap (the two share it, so the rate is one thread's). That holds while
+// a call is long against a grace period, as live's 250 ms calls are: in
+// calls of 1 Mi frames to a peer that drops them, 40 ms a call (26.2 Mpps)
+// on two overlapping threads against 66 ms (15.9 Mpps) one at a time
+// (BenchmarkLoop, medians of 5); under the sweep's forward cell the two
+// calls still both ended once in 3 s (a 25 ms gap, against twelve 20 ms gaps
+// before). Calls of a millisecond or two fall into step: once the count
+// reaches zero the two threads wait on the dispatcher's lock in turn, start
+// together, end together and reach zero again, and gain little.
 package trafficgen
 
 import (
@@ -82,7 +89,6 @@ type Generator struct {
 	mu      sync.Mutex
 	work    chan func() error // to the worker threads
 	result  chan error
-	workers int         // how many threads take work: 2 when pinned, else 1
 	closing atomic.Bool // Close has begun: a Loop ends after its call
 	sent    atomic.Uint64
 	runs    atomic.Uint64
@@ -152,7 +158,7 @@ func New(ifname string, frame []byte, opts ...Option) (g *Generator, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("trafficgen: load the program (needs root): %w", err)
 	}
-	return &Generator{prog: prog, ifindex: ifi.Index, ifname: ifname, frame: append([]byte(nil), frame...), netns: ns, cpu: c.cpu - 1, workers: workersFor(c.cpu - 1)}, nil
+	return &Generator{prog: prog, ifindex: ifi.Index, ifname: ifname, frame: append([]byte(nil), frame...), netns: ns, cpu: c.cpu - 1}, nil
 }
 
 // program returns XDP_TX, after advancing the flow counter when asked.
@@ -213,7 +219,7 @@ func (g *Generator) Loop(next func(sent uint32, took time.Duration) uint32) erro
 		done.Store(true)
 		return 0
 	}
-	return g.do(g.workers, func() error {
+	return g.do(g.threads(), func() error {
 		var last uint32
 		var took time.Duration
 		for {
@@ -256,7 +262,7 @@ func (g *Generator) do(k int, job func() error) error {
 	return first
 }
 
-// startWorkers starts the goroutines that run the program, g.workers of
+// startWorkers starts the goroutines that run the program, g.threads() of
 // them: each locked to a thread that entered the generator's namespace (and
 // was pinned to its CPU), and never unlocked, so the runtime discards the
 // thread (and its namespace) when it ends. It stops those it started when
@@ -264,7 +270,7 @@ func (g *Generator) do(k int, job func() error) error {
 func (g *Generator) startWorkers() error {
 	work, result := make(chan func() error), make(chan error)
 	ready := make(chan error)
-	for range g.workers {
+	for range g.threads() {
 		go func() {
 			runtime.LockOSThread()
 			if e := unix.Setns(int(g.netns.Fd()), unix.CLONE_NEWNET); e != nil {
@@ -284,7 +290,7 @@ func (g *Generator) startWorkers() error {
 		}()
 	}
 	var errs []error
-	for range g.workers {
+	for range g.threads() {
 		if err := <-ready; err != nil {
 			errs = append(errs, err)
 		}
@@ -347,11 +353,11 @@ func (g *Generator) Run(stop <-chan struct{}, rate float64) (uint64, error) {
 	return total, err
 }
 
-// workersFor is how many threads a generator pinned to cpu (-1: not
-// pinned) runs: two on one CPU overlap their calls; unpinned, a second
-// thread could run on another CPU and double what the feed costs.
-func workersFor(cpu int) int {
-	if cpu >= 0 {
+// threads is how many threads the generator runs: two on its CPU, whose
+// calls overlap, when it is pinned; one when not, since a second could run
+// on another CPU and double what the feed costs.
+func (g *Generator) threads() int {
+	if g.cpu >= 0 {
 		return 2
 	}
 	return 1

@@ -240,8 +240,11 @@ func (s *Source) run(ctx context.Context, g *trafficgen.Generator, rate float64,
 			}
 		}
 		for ctx.Err() == nil {
+			if rate <= 0 {
+				return batch
+			}
 			ahead := float64(mine) - rate*time.Since(start).Seconds()
-			if rate <= 0 || ahead <= 0 {
+			if ahead <= 0 {
 				return batch
 			}
 			if sleep(ctx, time.Duration(ahead/rate*float64(time.Second))) != nil {
