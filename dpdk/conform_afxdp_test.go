@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -121,24 +122,31 @@ func checkAFXDPDevice(t *testing.T, d *Device) {
 
 // TestAFXDPRefusalsLeaveNothingBehind: a steering filter (no flow engine)
 // and a transmit queue without its receive queue (the driver sends through
-// the receive queue's socket) are refused with ErrUnsupported before the
-// driver binds anything, so the same interface opens afterwards.
+// the receive queue's socket) are refused with ErrUnsupported, and fewer
+// receive frames than the driver needs (it would receive nothing, without
+// an error) with ErrInvalid naming the option, all before the driver binds
+// anything, so the same interface opens afterwards.
 func TestAFXDPRefusalsLeaveNothingBehind(t *testing.T) {
 	testenv.NeedBPF(t)
 	p := netns.New(t)
 	spec := "net_af_xdp0,iface=" + p.A.Link
-	for name, opts := range map[string][]Option{
-		"ethertype filter": {WithSteering(packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(0x88b5)}})},
-		"udp port filter":  {WithSteering(packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, 9000)})},
-		"transmit only":    {WithRxQueues(0)},
+	for name, tc := range map[string]struct {
+		opts []Option
+		want error
+		says string
+	}{
+		"ethertype filter": {[]Option{WithSteering(packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(0x88b5)}})}, packetio.ErrUnsupported, "flow"},
+		"udp port filter":  {[]Option{WithSteering(packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, 9000)})}, packetio.ErrUnsupported, "flow"},
+		"transmit only":    {[]Option{WithRxQueues(0)}, packetio.ErrUnsupported, "receive queues"},
+		"2048 frames":      {[]Option{WithFrames(2048)}, packetio.ErrInvalid, "WithFrames(2048)"},
 	} {
-		d, err := openIn(t, p.A, spec, append(afxdpOpts(), opts...)...)
+		d, err := openIn(t, p.A, spec, append(afxdpOpts(), tc.opts...)...)
 		if d != nil {
 			d.Close()
 			t.Fatalf("%s: opened", name)
 		}
-		if !errors.Is(err, packetio.ErrUnsupported) {
-			t.Fatalf("%s: %v, want ErrUnsupported", name, err)
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+			t.Fatalf("%s: %v, want %v saying %q", name, err, tc.want, tc.says)
 		}
 	}
 	d, err := openIn(t, p.A, spec, afxdpOpts()...)

@@ -301,6 +301,13 @@ func (ps *portSetup) checkPort() error {
 	if ps.xsk && c.rxQueues < c.txQueues {
 		return fmt.Errorf("net_af_xdp transmits through the XDP socket of the receive queue with the same index: %d transmit queues need as many receive queues, %d asked: %w", c.txQueues, c.rxQueues, packetio.ErrUnsupported)
 	}
+	if ps.xsk && c.rxQueues > 0 && c.frames != 0 && c.frames < xskRxFrames {
+		// The driver posts 2048 buffers to the fill ring at setup and
+		// allocates as many as it received before it hands a burst on:
+		// with fewer than twice that, every receive finds the pool
+		// short and returns nothing, without an error.
+		return fmt.Errorf("WithFrames(%d): net_af_xdp takes 2048 frames of each receive queue at setup and needs as many again to receive: want at least %d: %w", c.frames, xskRxFrames, packetio.ErrInvalid)
+	}
 	ps.txDepth, ps.rxDepth = c.txDepth, c.rxDepth
 	if in.TxDescMax > 0 {
 		ps.txDepth = min(ps.txDepth, in.TxDescMax)
@@ -382,7 +389,7 @@ func (ps *portSetup) reserveRegion() error {
 	ps.txFrames = c.framesFor(ps.txDepth, 0)
 	rxAtLeast := 0
 	if ps.xsk {
-		rxAtLeast = 4096
+		rxAtLeast = xskRxFrames
 	}
 	ps.rxFrames = c.framesFor(ps.rxDepth, rxAtLeast)
 	total := c.txQueues*ps.txFrames + c.rxQueues*ps.rxFrames

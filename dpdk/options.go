@@ -42,6 +42,7 @@ const (
 	minFrameSize     = 512
 	maxFrameSize     = 65536 // data_off and data_len are 16 bits
 	maxFrames        = 1 << 20
+	xskRxFrames      = 4096 // the fewest a net_af_xdp receive queue works with (checkPort)
 	maxNode          = 1023 // internal/numa.MaxNode
 )
 
@@ -70,7 +71,8 @@ func WithFrameSize(n int) Option { return func(c *config) { c.frameSize = n } }
 
 // WithFrames sets the frames per queue, a power of two. The default is
 // twice the queue's depth (at least 4096 per receive queue on net_af_xdp,
-// which takes half of them at setup).
+// which takes half of them at setup; Open refuses fewer there, with
+// packetio.ErrInvalid, since its receive would return nothing).
 func WithFrames(n int) Option { return func(c *config) { c.frames = n } }
 
 // WithNoHuge starts the EAL on ordinary pages (--no-huge), for machines
