@@ -24,14 +24,14 @@ import (
 // socket on the interface would get EBUSY). The child is told the column,
 // loop, interface, queues, frame length, batch, CPU, flows and both MACs;
 // it prints "T N" lines as xskref does and stops on SIGINT. The forward
-// rewrite (-forward), the steering (-steer) and what transmit writes
-// (-write) come last.
+// rewrite (-forward), the steering (-steer), what transmit writes (-write)
+// and the frames a queue (-frames, 0 for the backend's default) come last.
 const childFlag = "-run-cell"
 
 // childArgs is the command line of a child running column's loop on r.
 func (e *env) childArgs(self, column, loop string, r *rig) []string {
 	return []string{self, childFlag, column, loop, r.bed.Name, strconv.Itoa(r.queues), strconv.Itoa(e.size), strconv.Itoa(e.batch),
-		strconv.Itoa(e.workerCPU(0)), strconv.Itoa(e.flows), r.macA.String(), r.macB.String(), e.rewrite, e.steer, e.write}
+		strconv.Itoa(e.workerCPU(0)), strconv.Itoa(e.flows), r.macA.String(), r.macB.String(), e.rewrite, e.steer, e.write, strconv.Itoa(e.frames)}
 }
 
 // noFeed is the child's feeder: the parent feeds.
@@ -46,8 +46,13 @@ func (noFeed) close() error { return nil }
 
 // childMain runs one cell as told by args and reports as xskref does.
 func childMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 13 || !slices.Contains(rewrites, args[10]) || !slices.Contains(steers, args[11]) || !slices.Contains(writes, args[12]) {
-		fmt.Fprintln(stderr, "sweep -run-cell: column loop iface queues size batch cpu flows macA macB rewrite ("+strings.Join(rewrites, " or ")+") steer ("+strings.Join(steers, " or ")+") write ("+strings.Join(writes, " or ")+")")
+	if len(args) != 14 || !slices.Contains(rewrites, args[10]) || !slices.Contains(steers, args[11]) || !slices.Contains(writes, args[12]) {
+		fmt.Fprintln(stderr, "sweep -run-cell: column loop iface queues size batch cpu flows macA macB rewrite ("+strings.Join(rewrites, " or ")+") steer ("+strings.Join(steers, " or ")+") write ("+strings.Join(writes, " or ")+") frames")
+		return exitUsage
+	}
+	frames, err := strconv.Atoi(args[13])
+	if err != nil || frames < 0 || frames > maxFrames {
+		fmt.Fprintf(stderr, "sweep -run-cell: frames %q: 0 to %d\n", args[13], maxFrames)
 		return exitUsage
 	}
 	column, loop, iface := args[0], args[1], args[2]
@@ -79,7 +84,7 @@ func childMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sweep -run-cell: flows and batch must be at least 1")
 		return exitUsage
 	}
-	e := &env{size: n[1], batch: n[2], flows: n[4], cpus: cpus, log: stderr, rewrite: args[10], steer: args[11], write: args[12]}
+	e := &env{size: n[1], batch: n[2], flows: n[4], cpus: cpus, log: stderr, rewrite: args[10], steer: args[11], write: args[12], frames: frames}
 	r := &rig{queues: n[0], bed: bed, macA: macA, macB: macB, feed: noFeed{}}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

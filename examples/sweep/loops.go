@@ -140,6 +140,7 @@ type env struct {
 	rewrite        string // rewriteRoute or rewriteMAC
 	steer          string // steerFilter or steerAll
 	write          string // writeFrame or writeHeaders
+	frames         int    // WithFrames for packetio's backends; 0: their defaults
 	size           int    // the cell's frame length without FCS (runCell sets it)
 	flows, batch   int
 	warmup, window time.Duration
@@ -324,7 +325,7 @@ func steering() packetio.SteeringFilter {
 // queue, unless -steer all.
 func (e *env) config(jumbo bool, column string, txq, rxq int) backend.Config {
 	name := backendOf(column)
-	c := backend.Config{TxQueues: txq, RxQueues: rxq, BusyPoll: column == colAfxdpBusy, MultiBuffer: jumbo}
+	c := backend.Config{TxQueues: txq, RxQueues: rxq, Frames: e.frames, BusyPoll: column == colAfxdpBusy, MultiBuffer: jumbo}
 	switch {
 	case jumbo && name == "afxdp":
 		c.FrameSize = jumboFrameSize

@@ -44,6 +44,10 @@
 // on the peer (the live generator's frames are at most a page). The dpdk
 // and testpmd cells are n/a there, with the reason in the cell.
 //
+// -frames N opens every packetio backend with N frames a queue instead of
+// its default (afxdp receives faster with fewer: afxdp/README.md, "Frames
+// in circulation"); the table's notes say so.
+//
 // Workers are pinned, the same way for every column: the loop of queue q
 // on CPU q+1, the feeder's generator i on CPU i (modulo the CPUs there
 // are).
@@ -100,8 +104,13 @@ type options struct {
 	rewrite        string // rewriteRoute or rewriteMAC: what packetio's forward does to a frame
 	steer          string // steerFilter or steerAll: what a steering backend takes in receive and forward
 	write          string // writeFrame or writeHeaders: what packetio's transmit writes into each frame
+	frames         int    // frames a queue for packetio's backends (WithFrames); 0: each backend's default
 	out, csv, svg  string
 }
+
+// maxFrames bounds -frames: the most frames a queue any backend's
+// WithFrames takes (each backend refuses what it cannot do, naming it).
+const maxFrames = 1 << 20
 
 // exit codes.
 const (
@@ -175,6 +184,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.rewrite, "forward", rewriteRoute, "what packetio's forward loop does to each frame: route (an IPv4 router: header and checksum checks, TTL, longest-prefix match, MACs) or mac (what testpmd's mac forwarding does: the destination MAC set to the next hop's, the source to the port's, nothing else)")
 	fs.StringVar(&o.write, "write", writeFrame, "what packetio's transmit loops write into each frame: frame (the whole frame, every time) or headers (the Ethernet, IPv4 and UDP headers only, the payload being whatever the buffer holds, as testpmd's txonly does; the C reference writes nothing per frame)")
 	fs.StringVar(&o.steer, "steer", steerFilter, "what packetio's backends that steer (afxdp) take in receive and forward: filter (exactly the feeder's flow, "+steering().String()+") or all (every frame of the queue, as the C reference and testpmd take)")
+	fs.IntVar(&o.frames, "frames", 0, "frames a queue for packetio's backends (each one's WithFrames), or 0 for each backend's default; fewer frames keep afxdp's copy in cache (afxdp/README.md, \"Frames in circulation\")")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
 	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
 	fs.StringVar(&o.svg, "svg", "", "SVG chart file (default: sweep.svg in the output directory)")
@@ -284,6 +294,8 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 		return o, fmt.Errorf("-flows %d: 1 to 254", o.flows)
 	case o.batch < 1 || o.batch > 1024:
 		return o, fmt.Errorf("-batch %d: 1 to 1024", o.batch)
+	case o.frames < 0 || o.frames > maxFrames:
+		return o, fmt.Errorf("-frames %d: 0 (each backend's default) to %d", o.frames, maxFrames)
 	case o.warmup < 0 || o.window < 100*time.Millisecond:
 		return o, errors.New("-warmup must not be negative and -window at least 100ms")
 	case !slices.Contains(feeders, o.feeder):
@@ -358,7 +370,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
 		}
 	}()
-	e := &env{feeder: o.feeder, rewrite: o.rewrite, steer: o.steer, write: o.write, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
+	e := &env{feeder: o.feeder, rewrite: o.rewrite, steer: o.steer, write: o.write, frames: o.frames, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
 	defer func() {
 		if cerr := e.close(); cerr != nil && err == nil {
 			err = cerr
@@ -395,6 +407,9 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 	}
 	for _, b := range o.backends {
 		t.notes = append(t.notes, packetioNote(b, o.steer))
+	}
+	if o.frames > 0 {
+		t.notes = append(t.notes, fmt.Sprintf("frames: every packetio backend opened with WithFrames(%d) a queue (-frames), not its default", o.frames))
 	}
 	if !slices.Contains(backend.Names(), "dpdk") {
 		t.notes = append(t.notes, "dpdk: not built in (build with -tags dpdk for its columns)")

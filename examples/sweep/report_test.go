@@ -11,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/metrics"
+	"github.com/packetio/packetio/examples/internal/testbed"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -301,6 +303,15 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Contains(o.backends, "afxdp") || !slices.Contains(o.backends, "afpacket") {
 		t.Fatalf("default backends %v", o.backends)
 	}
+	if o.frames != 0 {
+		t.Errorf("default -frames %d, want 0 (each backend's default)", o.frames)
+	}
+	if o, err := parse("-frames", "2048"); err != nil || o.frames != 2048 {
+		t.Errorf("-frames 2048: %d, %v", o.frames, err)
+	}
+	if _, err := parse("-frames", "-1"); err == nil || !strings.Contains(err.Error(), "-frames -1") {
+		t.Errorf("-frames -1: %v, want an error naming it", err)
+	}
 	if o, err := parse("-sizes", "64,9000"); err != nil || !slices.Equal(o.sizes, []int{64, 9000}) {
 		t.Fatalf("-sizes 64,9000: %+v, %v", o, err)
 	}
@@ -322,10 +333,37 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-sizes", "1519"}, {"-sizes", "8999"}, {"-columns", "nope"}, {"-loops", "nope"},
-		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"-write", "payload"}, {"extra"}} {
+		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"-write", "payload"}, {"-frames", "x"}, {"-frames", "2000000"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
+	}
+}
+
+// TestFramesReachTheBackends: -frames opens every packetio backend with
+// that many frames a queue, in this process and in a cell's child (the
+// last of its arguments), and 0 leaves each backend its default; a child
+// told a bad count refuses it by name.
+func TestFramesReachTheBackends(t *testing.T) {
+	r := &rig{queues: 1, bed: &testbed.Bed{Name: "veth-x"}, macA: sinkMAC, macB: sinkMAC}
+	for _, frames := range []int{0, 2048} {
+		e := &env{frames: frames, cpus: []int{0, 1}, rewrite: rewriteMAC, steer: steerFilter, write: writeFrame}
+		for _, col := range []string{colAfxdp, colAfpacket} {
+			if got := e.config(false, col, 1, 1).Frames; got != frames {
+				t.Errorf("-frames %d: %s opens with %d frames", frames, col, got)
+			}
+		}
+		args := e.childArgs("sweep", colAfxdp, loopFwd, r)
+		if len(args) != 16 || args[len(args)-1] != strconv.Itoa(frames) {
+			t.Errorf("-frames %d: child arguments %q", frames, args)
+		}
+	}
+	e := &env{cpus: []int{0, 1}, rewrite: rewriteMAC, steer: steerFilter, write: writeFrame}
+	args := e.childArgs("sweep", colAfxdp, loopFwd, r)
+	args[len(args)-1] = "-5"
+	var stderr strings.Builder
+	if code := childMain(args[2:], io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `frames "-5"`) {
+		t.Errorf("child with frames -5: exit %d, %q", code, stderr.String())
 	}
 }
 
