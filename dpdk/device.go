@@ -301,12 +301,13 @@ func (ps *portSetup) checkPort() error {
 	if ps.xsk && c.rxQueues < c.txQueues {
 		return fmt.Errorf("net_af_xdp transmits through the XDP socket of the receive queue with the same index: %d transmit queues need as many receive queues, %d asked: %w", c.txQueues, c.rxQueues, packetio.ErrUnsupported)
 	}
-	if ps.xsk && c.rxQueues > 0 && c.frames != 0 && c.frames < xskRxFrames {
-		// The driver posts 2048 buffers to the fill ring at setup and
-		// allocates as many as it received before it hands a burst on:
-		// with fewer than twice that, every receive finds the pool
-		// short and returns nothing, without an error.
-		return fmt.Errorf("WithFrames(%d): net_af_xdp takes 2048 frames of each receive queue at setup and needs as many again to receive: want at least %d: %w", c.frames, xskRxFrames, packetio.ErrInvalid)
+	if ps.xsk && c.frames != 0 && c.frames < xskRxFrames {
+		// The driver posts half of xskRxFrames to the fill ring at setup
+		// and allocates as many as it received before it hands a burst
+		// on: with fewer, every receive finds the pool short and returns
+		// nothing, without an error. (Every net_af_xdp device has a
+		// receive queue: the check above.)
+		return fmt.Errorf("WithFrames(%d): net_af_xdp takes %d frames of each receive queue at setup and needs as many again to receive: want at least %d: %w", c.frames, xskRxFrames/2, xskRxFrames, packetio.ErrInvalid)
 	}
 	ps.txDepth, ps.rxDepth = c.txDepth, c.rxDepth
 	if in.TxDescMax > 0 {
