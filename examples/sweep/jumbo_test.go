@@ -352,23 +352,29 @@ func TestTxFrame(t *testing.T) {
 }
 
 // TestConfigSteer: afxdp's receive and forward cells steer with the
-// feeder's filter under -steer filter and take everything under -steer
-// all; a transmit-only open has no filter either way.
+// feeder's filter under -steer filter and take every frame under -steer
+// all (Promiscuous: the zero filter would take only what is addressed to
+// the interface); a transmit-only open has no filter either way, and dpdk,
+// which does not steer, gets the zero filter.
 func TestConfigSteer(t *testing.T) {
 	for _, tc := range []struct {
-		steer string
-		rxq   int
-		want  bool // a steering filter
+		steer       string
+		column      string
+		rxq         int
+		match, prom bool // a steering filter; Promiscuous
 	}{
-		{steerFilter, 1, true},
-		{steerAll, 1, false},
-		{steerFilter, 0, false},
-		{steerAll, 0, false},
+		{steerFilter, colAfxdp, 1, true, false},
+		{steerAll, colAfxdp, 1, false, true},
+		{steerFilter, colAfxdp, 0, false, false},
+		{steerAll, colAfxdp, 0, false, false},
+		{steerAll, colDpdkXDP, 1, false, false},
+		{steerFilter, colDpdkXDP, 1, false, false},
 	} {
 		e := &env{steer: tc.steer}
-		c := e.config(false, colAfxdp, 1, tc.rxq)
-		if got := len(c.Steering.Match) > 0; got != tc.want {
-			t.Errorf("-steer %s, %d receive queues: steering %v, want %v", tc.steer, tc.rxq, c.Steering, tc.want)
+		c := e.config(false, tc.column, 1, tc.rxq)
+		if got := len(c.Steering.Match) > 0; got != tc.match || c.Steering.Promiscuous != tc.prom {
+			t.Errorf("-steer %s, %s, %d receive queues: steering %v (promiscuous %v), want a filter %v, promiscuous %v",
+				tc.steer, tc.column, tc.rxq, c.Steering, c.Steering.Promiscuous, tc.match, tc.prom)
 		}
 	}
 }

@@ -319,10 +319,20 @@ func steering() packetio.SteeringFilter {
 		packetio.MatchDstPort(packetio.IPProtoUDP, discardPort)...)}
 }
 
+// steering is what a backend that steers takes in the receive and forward
+// loops: the feeder's traffic (-steer filter) or every frame of the queue
+// (-steer all: Promiscuous, not the zero filter, which takes only what is
+// addressed to the interface).
+func (e *env) steering() packetio.SteeringFilter {
+	if e.steer == steerAll {
+		return packetio.SteeringFilter{Promiscuous: true}
+	}
+	return steering()
+}
+
 // config is how openBackend opens column's backend: txq and rxq queues,
 // busy polling for its busy-polling column, multi-buffer and larger frames
-// for jumbo frames, and the steering filter where there is a receive
-// queue, unless -steer all.
+// for jumbo frames, and e.steering() where there is a receive queue.
 func (e *env) config(jumbo bool, column string, txq, rxq int) backend.Config {
 	name := backendOf(column)
 	c := backend.Config{TxQueues: txq, RxQueues: rxq, Frames: e.frames, BusyPoll: column == colAfxdpBusy, MultiBuffer: jumbo}
@@ -334,8 +344,8 @@ func (e *env) config(jumbo bool, column string, txq, rxq int) backend.Config {
 		// of 2 KiB frames over sendmmsg (see jumboRingFrameSize).
 		c.MultiBuffer, c.FrameSize = false, jumboRingFrameSize
 	}
-	if rxq > 0 && e.steer != steerAll {
-		c.Steering = backend.Steering(name, steering())
+	if rxq > 0 {
+		c.Steering = backend.Steering(name, e.steering())
 	}
 	return c
 }
