@@ -305,16 +305,16 @@ func (r *rig) packetioTarget(size int) target {
 // What a backend that steers takes in the receive and forward loops
 // (-steer).
 const (
-	steerFilter = "filter" // steering(): exactly the feeder's traffic
+	steerFilter = "filter" // feedFilter(): exactly the feeder's traffic
 	steerAll    = "all"    // every frame of the queue, as the C reference and testpmd take
 )
 
 var steers = []string{steerFilter, steerAll}
 
-// steering is what a backend that steers takes in the receive and forward
-// loops under -steer filter: exactly the feeder's traffic, nothing else
-// from the kernel.
-func steering() packetio.SteeringFilter {
+// feedFilter is what a backend that steers takes in the receive and
+// forward loops under -steer filter: exactly the feeder's traffic, nothing
+// else from the kernel.
+func feedFilter() packetio.SteeringFilter {
 	return packetio.SteeringFilter{Match: append([]packetio.Match{packetio.MatchDstIP(routedNet)},
 		packetio.MatchDstPort(packetio.IPProtoUDP, discardPort)...)}
 }
@@ -327,7 +327,7 @@ func (e *env) steering() packetio.SteeringFilter {
 	if e.steer == steerAll {
 		return packetio.SteeringFilter{Promiscuous: true}
 	}
-	return steering()
+	return feedFilter()
 }
 
 // config is how openBackend opens column's backend: txq and rxq queues,
@@ -753,7 +753,7 @@ func packetioNote(name, steer string) string {
 	case "afpacket":
 		return "afpacket: TPACKET_V3 receive rings joined in a PACKET_FANOUT_HASH group, transmit rings with PACKET_QDISC_BYPASS; the kernel copies every frame"
 	case "afxdp":
-		what := "steering " + steering().String()
+		what := "steering " + feedFilter().String()
 		if steer == steerAll {
 			what = "taking every frame of its queues (-steer all, as the C reference's program does)"
 		}
