@@ -63,11 +63,12 @@ type routes []string
 func (r *routes) String() string     { return strings.Join(*r, " ") }
 func (r *routes) Set(s string) error { *r = append(*r, s); return nil }
 
-// defaultBatch is -batch's default. A router under load forwards more
-// the more it takes per call: on the own veth pair (6 December, 4-5
+// defaultBatch is -batch's default. On afxdp a router under load forwards
+// more the more it takes per call: on the own veth pair (6 December, 5
 // alternating rounds of 4 s, medians of the per-round ratio), 1024 against
-// 64 forwarded 1.09 times as much on afxdp, 1.22 on dpdk (net_af_packet),
-// 1.01 on afpacket; 256 was no better than 64. A lightly loaded router
+// 64 forwarded 1.09 times as much (256: 0.99); on dpdk over net_af_packet
+// 1.02 (0.98-1.31) and on afpacket 0.97 (0.91-1.07), no change beyond the
+// noise (9 rounds over two sets: 1.19 and 1.00). A lightly loaded router
 // takes what waits, so a large batch adds no delay there; under load, up to
 // a batch's worth of frames waits for the whole batch to be routed.
 const defaultBatch = 1024
