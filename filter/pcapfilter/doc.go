@@ -81,7 +81,11 @@
 // filter, in classic BPF), libpcap's optimiser sometimes drops a test whose
 // outcome it finds does not matter, loads and all, so the optimised and
 // unoptimised libpcap programs disagree on that packet; these programs
-// then give the verdict of libpcap's unoptimised program. Arithmetic on
+// then give the verdict of libpcap's unoptimised program. An index is
+// computed in 32 bits and the load reads from that address: where libpcap
+// splits it into an offset and an index register one of which alone is
+// past 2^31 ("ether[-4 + len:2]", "ip[-1]"), its interpreter (and the
+// kernel's) refuses the packet, though the sum is in it. Arithmetic on
 // constants folds as libpcap's optimiser folds it (x & 0 is 0 without
 // loading x). libpcap proves some filters match nothing ("ip and arp") and
 // refuses them; this package refuses only those whose constants make it
