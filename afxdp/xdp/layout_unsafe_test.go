@@ -23,7 +23,7 @@ func TestHalvesOwnCacheLines(t *testing.T) {
 	}{
 		{"rx fill ring", span(unsafe.Pointer(&s.r.fill), unsafe.Sizeof(s.r.fill))},
 		{"rx ring", span(unsafe.Pointer(&s.r.ring), unsafe.Sizeof(s.r.ring))},
-		{"rx ops", span(unsafe.Pointer(&s.r.ops), unsafe.Sizeof(s.r.ops))},
+		{"rx call count", span(unsafe.Pointer(&s.r.calls), unsafe.Sizeof(s.r.calls))},
 		{"rx counters", span(unsafe.Pointer(&s.r.st), unsafe.Sizeof(s.r.st))},
 	}
 	tx := []struct {
@@ -32,7 +32,7 @@ func TestHalvesOwnCacheLines(t *testing.T) {
 	}{
 		{"completion ring", span(unsafe.Pointer(&s.t.comp), unsafe.Sizeof(s.t.comp))},
 		{"tx ring", span(unsafe.Pointer(&s.t.ring), unsafe.Sizeof(s.t.ring))},
-		{"tx ops", span(unsafe.Pointer(&s.t.ops), unsafe.Sizeof(s.t.ops))},
+		{"tx call count", span(unsafe.Pointer(&s.t.calls), unsafe.Sizeof(s.t.calls))},
 		{"tx counters", span(unsafe.Pointer(&s.t.st), unsafe.Sizeof(s.t.st))},
 	}
 	shared := span(unsafe.Pointer(&s.closing), unsafe.Sizeof(s.closing))

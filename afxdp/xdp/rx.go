@@ -49,10 +49,18 @@ func (s *Socket) Fill(n int) int {
 
 // NeedsWakeupRx reports whether the driver parked its receive side and asks
 // for a system call (WakeupRx, or Poll) before it takes more fill entries.
-// One atomic load.
+// One atomic load inside the receive side's call count (Close unmaps the
+// ring the flag lives in); false after Close.
 func (s *Socket) NeedsWakeupRx() bool {
-	return s.needWakeup && s.r.fill.needsWakeup()
+	if !s.needWakeup || !s.enterRx() {
+		return false
+	}
+	defer s.exitRx()
+	return s.r.fill.needsWakeup()
 }
+
+// parkedRx is NeedsWakeupRx for a caller already counted in.
+func (s *Socket) parkedRx() bool { return s.needWakeup && s.r.fill.needsWakeup() }
 
 // WakeupRx wakes a driver that parked its receive side: a zero-length
 // non-blocking recvfrom. A caller that fills without ever blocking in Poll
@@ -202,7 +210,7 @@ func (s *Socket) sleep(wait time.Duration) error {
 		}
 		return nil
 	}
-	if s.NeedsWakeupRx() {
+	if s.parkedRx() {
 		// A parked driver needs the wake-up: the poller looks at the
 		// socket only after an event.
 		switch e := wakeRx(s.fd); e {
@@ -265,7 +273,7 @@ const spinLooks = 64
 // system call gives. A spin that finds nothing makes the next ones sleep at
 // once (spinCold) until a Poll finds packets already waiting.
 func (s *Socket) spinFor(timeout time.Duration) int {
-	if s.spin <= 0 || s.r.spinCold.Load() || s.NeedsWakeupRx() {
+	if s.spin <= 0 || s.r.spinCold.Load() || s.parkedRx() {
 		return 0
 	}
 	d := s.spin

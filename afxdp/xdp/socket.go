@@ -14,6 +14,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/fdwait"
 	"github.com/packetio/packetio/internal/pool"
 )
@@ -77,7 +78,7 @@ type Socket struct {
 	owner          *Fleet      // keeps the fleet, and its program, reachable
 	maps           [][]byte
 
-	ops     atomic.Int64 // calls of neither half in progress (Stats), for Close
+	calls   callgate.Calls // calls of neither half in progress (Stats), for Close
 	closing atomic.Bool
 	closeMu sync.Mutex
 
@@ -119,9 +120,9 @@ type rxHalf struct {
 	// sleeps at once, until one finds packets already waiting.
 	spinCold atomic.Bool
 
-	ops atomic.Int64 // receive calls in progress, for Close
-	st  rxCounters
-	_   cpu.CacheLinePad
+	calls callgate.Calls // receive calls in progress, for Close
+	st    rxCounters
+	_     cpu.CacheLinePad
 }
 
 // txHalf is the transmit side's counterpart of rxHalf.
@@ -139,9 +140,9 @@ type txHalf struct {
 	addrs []uint64
 	descs []Desc
 
-	ops atomic.Int64 // transmit calls in progress, for Close
-	st  txCounters
-	_   cpu.CacheLinePad
+	calls callgate.Calls // transmit calls in progress, for Close
+	st    txCounters
+	_     cpu.CacheLinePad
 }
 
 // rxCounters are the receive side's counters: cumulative, 64-bit, added
@@ -577,32 +578,17 @@ func (s *Socket) mapRings(off unix.XDPMmapOffsets, fill, comp int, g socketGeome
 	return nil
 }
 
-// enter marks a call of neither half in progress; it fails once Close
-// has begun.
-func (s *Socket) enter() bool { return enterOn(&s.ops, &s.closing) }
-func (s *Socket) exit()       { s.ops.Add(-1) }
+// enter counts a call of neither half in; it fails once Close has begun
+// (see package callgate).
+func (s *Socket) enter() bool { return s.calls.Enter(&s.closing) }
+func (s *Socket) exit()       { s.calls.Exit() }
 
 // enterRx and enterTx do the same for a call of one half, on a counter of
 // that half's own cache lines.
-func (s *Socket) enterRx() bool { return enterOn(&s.r.ops, &s.closing) }
-func (s *Socket) exitRx()       { s.r.ops.Add(-1) }
-func (s *Socket) enterTx() bool { return enterOn(&s.t.ops, &s.closing) }
-func (s *Socket) exitTx()       { s.t.ops.Add(-1) }
-
-// enterOn counts a call in on ops unless Close has begun. Close sets
-// closing before it reads ops, so a call either sees closing and backs
-// out, or is counted before Close reads the count and waits for it.
-func enterOn(ops *atomic.Int64, closing *atomic.Bool) bool {
-	ops.Add(1)
-	if closing.Load() {
-		ops.Add(-1)
-		return false
-	}
-	return true
-}
-
-// busy reports whether any call is in progress.
-func (s *Socket) busy() bool { return s.ops.Load()+s.r.ops.Load()+s.t.ops.Load() != 0 }
+func (s *Socket) enterRx() bool { return s.r.calls.Enter(&s.closing) }
+func (s *Socket) exitRx()       { s.r.calls.Exit() }
+func (s *Socket) enterTx() bool { return s.t.calls.Enter(&s.closing) }
+func (s *Socket) exitTx()       { s.t.calls.Exit() }
 
 // Closed reports whether Close has begun: the socket's frames are gone
 // (a slice taken before reads zeros). One atomic load.
@@ -622,8 +608,14 @@ func (s *Socket) ZeroCopy() bool { return s.zeroCopy }
 func (s *Socket) MultiBuffer() bool { return s.multiBuffer }
 
 // UMEM returns the whole frame memory the socket is registered with (with
-// WithSharedMemory, the fleet's region). It aliases the mapping.
-func (s *Socket) UMEM() []byte { return s.umem.mem }
+// WithSharedMemory, the fleet's region). It aliases the mapping; nil after
+// Close.
+func (s *Socket) UMEM() []byte {
+	if s.Closed() {
+		return nil
+	}
+	return s.umem.mem
+}
 
 // FrameSize is the size of one frame.
 func (s *Socket) FrameSize() int { return s.frameSize }
@@ -639,12 +631,22 @@ func (s *Socket) MaxPacket() int {
 
 // Writable returns the bytes from d.Addr to the end of its frame, whatever
 // d.Len says, or nil outside the UMEM: room to grow a packet in place (a
-// reply longer than the request).
-func (s *Socket) Writable(d Desc) []byte { return s.umem.rest(d.Addr) }
+// reply longer than the request). Nil after Close.
+func (s *Socket) Writable(d Desc) []byte {
+	if s.Closed() {
+		return nil
+	}
+	return s.umem.rest(d.Addr)
+}
 
 // GetFrame returns the d.Len bytes at d.Addr when they lie inside one
-// frame of the UMEM, else nil.
-func (s *Socket) GetFrame(d Desc) []byte { return s.umem.span(d.Addr, d.Len) }
+// frame of the UMEM, else nil (and nil after Close).
+func (s *Socket) GetFrame(d Desc) []byte {
+	if s.Closed() {
+		return nil
+	}
+	return s.umem.span(d.Addr, d.Len)
+}
 
 // Close wakes a goroutine blocked in Poll, waits until no call is in
 // progress, then closes the socket and unmaps its rings (and the UMEM, when
@@ -659,9 +661,7 @@ func (s *Socket) Close() error {
 		return nil
 	}
 	s.wakePoll()
-	for s.busy() {
-		time.Sleep(50 * time.Microsecond)
-	}
+	callgate.Drain(&s.calls, &s.r.calls, &s.t.calls)
 	s.teardown()
 	return nil
 }
@@ -680,9 +680,10 @@ func (s *Socket) teardown() {
 		_ = unix.Munmap(m)
 	}
 	s.maps = nil
+	// s.umem stays set: a call that passed its Closed check before this
+	// still reads it, and finds the remapped (zero) frames.
 	if s.umem != nil {
 		s.umem.release()
-		s.umem = nil
 	}
 	if s.efd >= 0 {
 		_ = unix.Close(s.efd)

@@ -46,11 +46,11 @@ func (m TxMetadata) Put(dst []byte) error {
 }
 
 // TxMeta returns the metadata area in front of a transmit descriptor (from
-// Alloc, with WithTxMetadata), or nil when the socket has none or d is not
-// one of its frames. Every Alloc clears it, so a frame that asks nothing is
-// sent exactly as without metadata.
+// Alloc, with WithTxMetadata), or nil when the socket has none, is closed
+// or d is not one of its frames. Every Alloc clears it, so a frame that
+// asks nothing is sent exactly as without metadata.
 func (s *Socket) TxMeta(d Desc) []byte {
-	if !s.txMeta || d.Addr >= uint64(len(s.umem.mem)) || d.Addr&s.umem.mask < TxMetadataLen {
+	if !s.txMeta || s.Closed() || d.Addr >= uint64(len(s.umem.mem)) || d.Addr&s.umem.mask < TxMetadataLen {
 		return nil
 	}
 	return s.umem.mem[d.Addr-TxMetadataLen : d.Addr : d.Addr]
@@ -58,6 +58,9 @@ func (s *Socket) TxMeta(d Desc) []byte {
 
 // TxMetaOf is TxMeta for a frame slice SendFunc gave its build function.
 func (s *Socket) TxMetaOf(frame []byte) []byte {
+	if s.Closed() {
+		return nil
+	}
 	off, ok := offsetIn(s.umem.mem, frame)
 	if !ok {
 		return nil

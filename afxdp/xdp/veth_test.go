@@ -448,6 +448,66 @@ func TestCloseWakesPoll(t *testing.T) {
 	}
 }
 
+// TestCloseDuringCalls: Close on one goroutine while the socket's driving
+// goroutine calls its non-blocking methods in a loop (what a waitset does
+// between sleeps) and a monitor reads Stats and Err never faults on the
+// rings Close unmaps, and every method afterwards returns zero, nil or
+// ErrClosed. A call that reads ring memory outside its call count is a
+// SIGSEGV here, which kills the test binary.
+func TestCloseDuringCalls(t *testing.T) {
+	p := vethPair(t)
+	driver := []func(s *Socket){
+		func(s *Socket) { _ = s.NeedsWakeupRx() },
+		func(s *Socket) { _ = s.NumReceived() },
+		func(s *Socket) { _ = s.NumFreeFillSlots() },
+		func(s *Socket) { _ = s.NumCompleted() },
+		func(s *Socket) { _ = s.NumFreeTxSlots() },
+		func(s *Socket) { _ = s.GetFrame(Desc{Addr: 0, Len: 64}) },
+		func(s *Socket) { _ = s.Writable(Desc{Addr: 0}) },
+		func(s *Socket) { _ = s.TxMeta(Desc{Addr: 4096}) },
+		func(s *Socket) { _ = s.UMEM() },
+		func(s *Socket) { _ = s.Receive(8) },
+		func(s *Socket) { _ = s.Complete(8) },
+	}
+	monitor := []func(s *Socket){
+		func(s *Socket) { _, _ = s.Stats() },
+		func(s *Socket) { _ = s.Err() },
+	}
+	for round := range 20 {
+		var f *Fleet
+		if err := p.B.Do(func() (err error) {
+			f, err = Open(p.B.Link, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		s := f.Socket(0)
+		var loops testenv.Loops
+		for _, calls := range [][]func(*Socket){driver, monitor} {
+			loops.Go(func() {
+				for _, call := range calls {
+					call(s)
+				}
+			})
+		}
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		err := f.Close()
+		loops.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.NeedsWakeupRx() || s.NumReceived() != 0 || s.NumFreeFillSlots() != 0 || s.NumCompleted() != 0 || s.NumFreeTxSlots() != 0 {
+			t.Fatalf("round %d: a ring count is not zero after Close", round)
+		}
+		if s.GetFrame(Desc{Addr: 0, Len: 64}) != nil || s.Writable(Desc{Addr: 0}) != nil || s.TxMeta(Desc{Addr: 4096}) != nil || s.UMEM() != nil {
+			t.Fatalf("round %d: the socket hands out frame memory after Close", round)
+		}
+		if _, err := s.Stats(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("round %d: Stats after Close: %v, want ErrClosed", round, err)
+		}
+	}
+}
+
 // TestOpenRefusesAndRollsBack: a bare Open is refused with the reason; a
 // failing Open (more queues than the veth has, zero-copy on veth) leaves no
 // program on the interface and no file descriptor open.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -63,5 +65,30 @@ func TestBPFAllocatorBlocked(t *testing.T) {
 	}
 	if got := bpfAllocatorBlocked(t.TempDir()); got != 0 {
 		t.Fatalf("empty /proc: %d", got)
+	}
+}
+
+// TestLoops: every step runs until Stop, and none runs after it returns.
+func TestLoops(t *testing.T) {
+	var l Loops
+	var a, b, after atomic.Int64
+	var stopped atomic.Bool
+	for _, n := range []*atomic.Int64{&a, &b} {
+		l.Go(func() {
+			if stopped.Load() {
+				after.Add(1)
+			}
+			n.Add(1)
+		})
+	}
+	for a.Load() == 0 || b.Load() == 0 {
+		runtime.Gosched()
+	}
+	l.Stop()
+	stopped.Store(true)
+	na, nb := a.Load(), b.Load()
+	l.Stop()
+	if a.Load() != na || b.Load() != nb || after.Load() != 0 {
+		t.Fatalf("a step ran after Stop returned")
 	}
 }

@@ -1,0 +1,66 @@
+// Package callgate lets a Close release what calls on other goroutines may
+// be using (ring mappings shared with the kernel, file descriptors) without
+// a lock on the fast path. A call counts itself in with Enter and out with
+// Exit, two uncontended atomic adds; Close sets its closing flag and then
+// waits in Drain until no call is counted. Unmapping a ring a call is still
+// reading is a SIGSEGV that no recover catches, and closing a descriptor a
+// call is about to use lets the kernel hand its number to something else,
+// so a call would act on an unrelated file.
+//
+// The order makes it safe: Enter adds before it reads the flag, Close sets
+// the flag before Drain reads the count. So a call either sees the flag and
+// backs out, or is counted before Drain looks, and Drain waits for it.
+// Counters nest (a call may enter again from inside another), and a call
+// that enters after the flag is set is refused, never blocked.
+package callgate
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Calls counts calls in progress on one object. The zero value counts none.
+// Put counters of calls that run on different goroutines on different cache
+// lines: every Enter writes its counter.
+type Calls struct {
+	n atomic.Int64
+}
+
+// Enter counts a call in unless closing is set, and reports whether it did.
+// A call that entered must Exit.
+func (c *Calls) Enter(closing *atomic.Bool) bool {
+	c.n.Add(1)
+	if closing.Load() {
+		c.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+// Exit counts a call out.
+func (c *Calls) Exit() { c.n.Add(-1) }
+
+// Busy reports whether a call is counted.
+func (c *Calls) Busy() bool { return c.n.Load() != 0 }
+
+// drainNap is how long Drain sleeps between looks: calls are short (no
+// counted call blocks; a Poll is woken before Drain), so a few naps do.
+const drainNap = 50 * time.Microsecond
+
+// Drain waits until none of the counters counts a call. Set the closing
+// flag every Enter reads first. It must not run inside a counted call of
+// the same object (it would wait for itself).
+func Drain(cs ...*Calls) {
+	for busy(cs) {
+		time.Sleep(drainNap)
+	}
+}
+
+func busy(cs []*Calls) bool {
+	for _, c := range cs {
+		if c.Busy() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,57 @@
+package callgate
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+// TestEnterAfterClosing: a call entering once closing is set is refused
+// and not counted; one that entered before is counted until it exits, and
+// counts nest.
+func TestEnterAfterClosing(t *testing.T) {
+	var c Calls
+	var closing atomic.Bool
+	for range 2 {
+		if !c.Enter(&closing) {
+			t.Fatal("Enter refused before closing")
+		}
+	}
+	closing.Store(true)
+	if c.Enter(&closing) {
+		t.Fatal("Enter admitted a call after closing")
+	}
+	c.Exit()
+	if !c.Busy() {
+		t.Fatal("the outer call is not counted after the inner one exits")
+	}
+	c.Exit()
+	if c.Busy() {
+		t.Fatal("a call is counted after every entered call exited")
+	}
+	Drain(&c) // returns at once
+}
+
+// TestDrainWaitsForCalls: Drain returns only after the last of the calls
+// counted on any of its counters has exited.
+func TestDrainWaitsForCalls(t *testing.T) {
+	var a, b Calls
+	var closing atomic.Bool
+	if !a.Enter(&closing) || !b.Enter(&closing) {
+		t.Fatal("Enter refused before closing")
+	}
+	closing.Store(true)
+	var exited atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		Drain(&a, &b)
+		if n := exited.Load(); n != 2 {
+			t.Errorf("Drain returned with %d of 2 calls exited", n)
+		}
+		close(done)
+	}()
+	exited.Add(1)
+	a.Exit()
+	exited.Add(1)
+	b.Exit()
+	<-done
+}
