@@ -5,9 +5,9 @@ import "time"
 // Device is a set of transmit and receive queues over frame memory. Whether
 // every queue draws on one Region is reported by Capabilities().SharedRegion.
 //
-// Close releases every queue and the memory; it is idempotent and wakes a
-// goroutine blocked in Poll. No other queue method may be running on another
-// goroutine while Close runs, except Poll.
+// Close releases every queue and the memory; it is idempotent, wakes a
+// goroutine blocked in Poll, and may run while other goroutines are inside
+// queue methods: it waits for them to leave before it releases anything.
 type Device interface {
 	// Capabilities reports what the opened device really does.
 	Capabilities() Capabilities
@@ -20,7 +20,11 @@ type Device interface {
 	// RxQueue returns receive queue i, or nil when i is out of range.
 	RxQueue(i int) RxQueue
 	// Close closes every queue and releases the frame memory. A second
-	// call returns nil and does nothing.
+	// call returns nil and does nothing. It is safe from any goroutine
+	// while others are inside queue methods: it wakes a Poll, waits for
+	// the other calls in progress to leave, and a call it cut short
+	// returns ErrClosed. It must not be called from inside a queue call
+	// (a SendFunc build function), which it would wait for.
 	Close() error
 }
 

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/packetiotest"
 )
 
@@ -288,5 +290,128 @@ func TestRegionSliceAfterClose(t *testing.T) {
 	t.Logf("RSS %d KiB before %d Open/Close rounds, %d KiB after", before>>10, rounds, after>>10)
 	if after-before > 32<<20 {
 		t.Errorf("RSS grew by %d MiB over %d Open/Close rounds of an 8 MiB region", (after-before)>>20, rounds)
+	}
+}
+
+// TestFaultCloseDuringCalls: Device.Close on one goroutine while the queues'
+// driving goroutine calls their methods in a loop (what a waitset does
+// between sleeps, or a sender told to stop) and a monitor reads Stats and
+// Err never touches the rings Close unmaps or the descriptors it closes, on
+// both ring versions; afterwards every call returns zero, nil or ErrClosed.
+// A ring read after the unmap is a SIGSEGV, which kills the test binary.
+func TestFaultCloseDuringCalls(t *testing.T) {
+	pair := netns.New(t)
+	frame := testFrame(t, pair.B.MAC, 1, 60)
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"TPACKET_V3", nil},
+		{"TPACKET_V2", []Option{WithLowLatency()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for round := range 20 {
+				var d *Device
+				if err := pair.A.Do(func() (err error) {
+					d, err = Open(pair.A.Link, append([]Option{WithFrames(256)}, tc.opts...)...)
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+				rx, tx := d.RxQueue(0), d.TxQueue(0)
+				rn := rx.(packetio.ReadyNotifier)
+				driver := []func(){
+					func() { _ = rn.Arm() },
+					func() { _ = rx.NumReceived() },
+					func() { rx.Fill(rx.NumFreeFillSlots()) },
+					func() { rx.Recycle(rx.Receive(8)) },
+					func() { _, _ = tx.SendFunc(4, func(_ int, f []byte) int { return copy(f, frame) }) },
+					func() { tx.Complete(tx.NumCompleted()) },
+					func() { _ = tx.(*TxQueue).NumFreeSlots() },
+					func() { tx.Free(tx.Alloc(2)) },
+				}
+				monitor := []func(){
+					func() { _, _ = rx.Stats() },
+					func() { _ = rx.Err() },
+					func() { _, _ = tx.Stats() },
+					func() { _ = tx.Err() },
+				}
+				var loops testenv.Loops
+				for _, calls := range [][]func(){driver, monitor} {
+					loops.Go(func() {
+						for _, call := range calls {
+							call()
+						}
+					})
+				}
+				time.Sleep(time.Duration(round%5) * time.Millisecond)
+				err := d.Close()
+				loops.Stop()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rn.Arm() != 0 || rx.NumReceived() != 0 || len(rx.Receive(8)) != 0 || tx.(*TxQueue).NumFreeSlots() != 0 || len(tx.Alloc(1)) != 0 {
+					t.Fatalf("round %d: a queue works after Close", round)
+				}
+				if _, err := tx.SendFunc(1, func(_ int, f []byte) int { return copy(f, frame) }); !errors.Is(err, packetio.ErrClosed) {
+					t.Fatalf("round %d: SendFunc after Close: %v, want ErrClosed", round, err)
+				}
+				if err := rx.Err(); !errors.Is(err, packetio.ErrClosed) {
+					t.Fatalf("round %d: RxQueue.Err after Close: %v, want ErrClosed", round, err)
+				}
+			}
+		})
+	}
+}
+
+// TestCloseWaitsForCalls: Device.Close does not unmap a ring or close a
+// socket while a call on one of its queues is counted in, and returns once
+// the call has left. (TestFaultCloseDuringCalls runs real calls, but the
+// window between a call's closed check and its ring read is nanoseconds
+// wide; this holds one open.)
+func TestCloseWaitsForCalls(t *testing.T) {
+	pair := netns.New(t)
+	for _, side := range []string{"rx", "tx"} {
+		t.Run(side, func(t *testing.T) {
+			var d *Device
+			if err := pair.A.Do(func() (err error) {
+				d, err = Open(pair.A.Link, WithFrames(256))
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			rx, tx := d.RxQueue(0).(*RxQueue), d.TxQueue(0).(*TxQueue)
+			calls, closed, fd := &rx.calls, &rx.closed, rx.fd
+			if side == "tx" {
+				calls, closed, fd = &tx.calls, &tx.closed, tx.fd
+			}
+			if !calls.Enter(closed) {
+				t.Fatal("a call could not enter an open queue")
+			}
+			done := make(chan error, 1)
+			go func() { done <- d.Close() }()
+			select {
+			case err := <-done:
+				t.Fatalf("Close returned (%v) while a call was in progress", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			// The call still reads the ring and uses the socket.
+			_ = rx.ready()
+			if _, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); err != nil {
+				t.Fatalf("the socket was closed under a call: %v", err)
+			}
+			calls.Exit()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return after the call left")
+			}
+			if calls.Enter(closed) {
+				t.Fatal("a call entered a closed queue")
+			}
+		})
 	}
 }

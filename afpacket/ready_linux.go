@@ -22,8 +22,9 @@ func (q *RxQueue) ReadyFDs() (ready, closed int, err error) {
 // NumReceived). The kernel needs no wake-up here, so it is one ring read and
 // no system call.
 func (q *RxQueue) Arm() int {
-	if q.closed.Load() || q.failed.Load() {
+	if q.failed.Load() || !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	return q.ready()
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/fdwait"
 	"github.com/packetio/packetio/internal/pool"
 )
@@ -37,6 +38,10 @@ type RxQueue struct {
 
 	closed atomic.Bool
 	failed atomic.Bool
+	// calls counts Arm, NumReceived and receive calls in progress, which
+	// read the ring without mu: Close waits them out before the Device
+	// unmaps it (package callgate).
+	calls callgate.Calls
 
 	// mu guards the ring mapping and the file descriptors against Close:
 	// Poll and Stats hold it shared (once per call, never per packet),
@@ -285,9 +290,10 @@ func (q *RxQueue) ReceiveOffload(max int) ([]packetio.Desc, []packetio.Offload) 
 // ring or at an empty pool (the packet stays in the ring for the next call).
 func (q *RxQueue) receive(max int, wantStamps, wantOffs bool) int {
 	q.descs, q.offs, q.tss = q.descs[:0], q.offs[:0], q.tss[:0]
-	if q.closed.Load() || max <= 0 {
+	if max <= 0 || !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	max = min(max, cap(q.descs))
 	p := &q.pkt
 	var bytes uint64
@@ -455,9 +461,10 @@ func (q *RxQueue) NumFreeFillSlots() int { return q.pool.Len() }
 // NumReceived is how many packets are ready in the ring (a lower bound: the
 // current block only, or up to 256 slots with WithLowLatency).
 func (q *RxQueue) NumReceived() int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	return q.ready()
 }
 
@@ -511,9 +518,11 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 	}, nil
 }
 
-// Close stops the queue, wakes a goroutine blocked in Poll, takes the last
-// kernel statistics and unmaps the ring. It is idempotent. The socket
-// belongs to the Device, which closes it afterwards.
+// Close stops the queue, wakes a goroutine blocked in Poll, waits until no
+// call on the queue is in progress and takes the last kernel statistics.
+// It is idempotent and safe from any goroutine, but not from inside a call
+// on the queue (it would wait for itself). The socket and the ring belong
+// to the Device, which closes and unmaps them afterwards.
 func (q *RxQueue) Close() error {
 	if q.closed.Swap(true) {
 		return nil
@@ -521,6 +530,7 @@ func (q *RxQueue) Close() error {
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)
 	_, _ = unix.Write(q.efd, one[:])
+	callgate.Drain(&q.calls)
 	q.mu.Lock() // waits for a woken poller to leave
 	defer q.mu.Unlock()
 	_ = q.waiter.Close()

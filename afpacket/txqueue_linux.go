@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/pool"
 )
 
@@ -63,6 +64,10 @@ type TxQueue struct {
 
 	closed atomic.Bool
 	failed atomic.Bool
+	// calls counts the calls in progress that touch the transmit ring or
+	// the socket: Close waits them out before the Device unmaps and closes
+	// them (package callgate).
+	calls callgate.Calls
 
 	addrs []uint64        // Alloc scratch
 	descs []packetio.Desc // Alloc result
@@ -130,9 +135,10 @@ func (q *TxQueue) Region() packetio.Region { return q.reg }
 // pending list can take, and returns them 64 bytes into their frames with Len
 // 0. The slice is reused by the next Alloc.
 func (q *TxQueue) Alloc(n int) []packetio.Desc {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return nil
 	}
+	defer q.calls.Exit()
 	n = min(n, maxPending-q.count, q.pool.Len())
 	if q.ring != nil {
 		n = q.ring.free(n)
@@ -179,9 +185,10 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 // Offload per descriptor. It stops at the first bad descriptor (error), at
 // back-pressure or at a full pending list (short count, nil error).
 func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0, q.errorf("transmit", packetio.ErrClosed, "transmit")
 	}
+	defer q.calls.Exit()
 	if q.failed.Load() {
 		return 0, q.Err()
 	}
@@ -464,9 +471,10 @@ func (q *TxQueue) sendAll(n int) (int, uint64) {
 // memory is the caller's again on return. Nothing touches the pool or the
 // pending list.
 func (q *TxQueue) TransmitGather(segs [][]byte, counts []int, offs []packetio.Offload) (int, error) {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0, q.errorf("transmit", packetio.ErrClosed, "transmit gather")
 	}
+	defer q.calls.Exit()
 	if len(counts) == 0 {
 		return 0, nil
 	}
@@ -658,9 +666,10 @@ func (q *TxQueue) NumInFlight() int { return q.count }
 // NumFreeSlots is how many more frames Transmit takes now: what the pending
 // list and the free ring slots allow.
 func (q *TxQueue) NumFreeSlots() int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	if q.ring != nil {
 		return q.ring.free(maxPending - q.count)
 	}
@@ -678,9 +687,10 @@ func (q *TxQueue) NumFreeFrames() int { return q.pool.Len() }
 // returns the queue's error, matching ErrDeviceGone, with how many packets
 // reached the kernel before the failure.
 func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0, q.errorf("send", packetio.ErrClosed, "send")
 	}
+	defer q.calls.Exit()
 	if q.failed.Load() {
 		return 0, q.Err()
 	}
@@ -744,9 +754,14 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 	return st, nil
 }
 
-// Close stops the queue; it is idempotent. The socket belongs to the Device.
+// Close stops the queue and waits until no call on it is in progress. It is
+// idempotent and safe from any goroutine, but not from inside a call on the
+// queue (a SendFunc build function: it would wait for itself). The socket
+// and the ring belong to the Device, which closes and unmaps them
+// afterwards.
 func (q *TxQueue) Close() error {
 	q.closed.Store(true)
+	callgate.Drain(&q.calls)
 	return nil
 }
 

@@ -54,9 +54,10 @@ func (q *TxQueue) enableTxStamps() error {
 // WithTxTimestamps, or on a closed queue, it returns out unchanged.
 func (q *TxQueue) TxTimestamps(out []packetio.TxStamp) []packetio.TxStamp {
 	s := q.stamper
-	if s == nil || q.closed.Load() {
+	if s == nil || !q.calls.Enter(&q.closed) {
 		return out
 	}
+	defer q.calls.Exit()
 	want := cap(out) - len(out)
 	if want <= 0 {
 		want = stampBatch

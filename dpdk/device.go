@@ -18,6 +18,7 @@ import (
 	"github.com/packetio/packetio/dpdk/internal/eal"
 	"github.com/packetio/packetio/dpdk/internal/flow"
 	"github.com/packetio/packetio/dpdk/internal/queue"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/devqueues"
 )
 
@@ -640,6 +641,14 @@ func (d *Device) Close() error {
 	}
 	if d.watch != nil {
 		d.watch.close()
+	}
+	// Every other call inside the driver or the mempool is counted: wait
+	// until none is (package callgate).
+	for _, q := range d.Rx {
+		callgate.Drain(&q.calls)
+	}
+	for _, q := range d.Tx {
+		callgate.Drain(&q.calls)
 	}
 	// A poller holds its queue's lock while inside the driver: taking
 	// every lock waits it out, and it sees the device closed next time.

@@ -11,6 +11,7 @@ import (
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/dpdk/internal/eal"
 	"github.com/packetio/packetio/dpdk/internal/queue"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/spinwait"
 )
 
@@ -77,26 +78,47 @@ type TxQueue struct {
 	drops   atomic.Uint64 // the mempool's drops, kept at Close
 	maxLen  uint32        // Capabilities().MaxTxLen
 	refused atomic.Uint64 // descriptors Transmit refused as too long
+	// calls counts the calls in the driver or the mempool: Device.Close
+	// waits them out before it stops the port (package callgate).
+	calls callgate.Calls
 }
 
-func (t *TxQueue) dead() bool { return t.closed.Load() || t.d.closed.Load() }
+// enter counts a call in unless the queue or its device is closed.
+func (t *TxQueue) enter() bool { return enterQueue(&t.calls, &t.d.closed, &t.closed) }
+func (t *TxQueue) exit()       { t.calls.Exit() }
+
+// enterQueue counts a call in on calls unless the device or the queue is
+// closed. Device.Close drains the count after it sets device; a queue's own
+// Close releases nothing, so its flag only refuses calls.
+func enterQueue(calls *callgate.Calls, device, queue *atomic.Bool) bool {
+	if !calls.Enter(device) {
+		return false
+	}
+	if queue.Load() {
+		calls.Exit()
+		return false
+	}
+	return true
+}
 
 // Region is the device's frame memory.
 func (t *TxQueue) Region() packetio.Region { return region{t.d} }
 
 // Alloc takes up to n frames from the pool.
 func (t *TxQueue) Alloc(n int) []packetio.Desc {
-	if t.dead() {
+	if !t.enter() {
 		return nil
 	}
+	defer t.exit()
 	return t.q.Alloc(n)
 }
 
 // Transmit hands a prefix of descs to the driver in one burst.
 func (t *TxQueue) Transmit(descs []packetio.Desc) int {
-	if t.dead() {
+	if !t.enter() {
 		return 0
 	}
+	defer t.exit()
 	k := t.fits(descs)
 	n, _ := t.q.Transmit(descs[:k])
 	if k < len(descs) && n == k {
@@ -119,9 +141,10 @@ func (t *TxQueue) fits(descs []packetio.Desc) int {
 // TransmitOffload is Transmit with checksum and segmentation metadata,
 // checked against each packet's own headers.
 func (t *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
-	if t.dead() {
+	if !t.enter() {
 		return 0, opErr(t.d, "transmit", t.index, packetio.ErrClosed)
 	}
+	defer t.exit()
 	n, err := t.q.TransmitOffload(descs, offs)
 	return n, opErr(t.d, "transmit", t.index, err)
 }
@@ -140,9 +163,10 @@ func (t *TxQueue) Err() error {
 
 // failure is Err without the misuse: what stops the queue.
 func (t *TxQueue) failure() error {
-	if t.dead() {
+	if !t.enter() {
 		return opErr(t.d, "transmit", t.index, packetio.ErrClosed)
 	}
+	defer t.exit()
 	if err := t.q.Failure(); err != nil {
 		return opErr(t.d, "transmit", t.index, err)
 	}
@@ -154,28 +178,37 @@ func (t *TxQueue) failure() error {
 
 // Complete returns frames the driver has finished with to the pool.
 func (t *TxQueue) Complete(max int) int {
-	if t.dead() {
+	if !t.enter() {
 		return 0
 	}
+	defer t.exit()
 	return t.q.Complete(max)
 }
 
 // Reclaim hands frames the driver has finished with to the caller.
 func (t *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
-	if t.dead() {
+	if !t.enter() {
 		return out
 	}
+	defer t.exit()
 	return t.q.Reclaim(max, out)
 }
 
 // Free returns unsent frames to the pool.
-func (t *TxQueue) Free(descs []packetio.Desc) { t.q.Free(descs) }
+func (t *TxQueue) Free(descs []packetio.Desc) {
+	if !t.enter() {
+		return
+	}
+	defer t.exit()
+	t.q.Free(descs)
+}
 
 // NumCompleted is how many frames the driver has handed back.
 func (t *TxQueue) NumCompleted() int {
-	if t.dead() {
+	if !t.enter() {
 		return 0
 	}
+	defer t.exit()
 	return t.q.NumCompleted()
 }
 
@@ -184,9 +217,10 @@ func (t *TxQueue) NumInFlight() int { return t.q.NumInFlight() }
 
 // NumFreeSlots is how many more frames Transmit would take.
 func (t *TxQueue) NumFreeSlots() int {
-	if t.dead() {
+	if !t.enter() {
 		return 0
 	}
+	defer t.exit()
 	return t.q.NumFreeSlots()
 }
 
@@ -195,9 +229,10 @@ func (t *TxQueue) NumFreeFrames() int { return t.q.NumFreeFrames() }
 
 // SendFunc reclaims, allocates, builds and transmits in one call.
 func (t *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
-	if t.dead() {
+	if !t.enter() {
 		return 0, opErr(t.d, "send", t.index, packetio.ErrClosed)
 	}
+	defer t.exit()
 	t.q.Complete(1 << 30)
 	d := t.q.Alloc(count)
 	if len(d) == 0 {
@@ -238,10 +273,11 @@ func (t *TxQueue) badLength(l, room int) error {
 func (t *TxQueue) Stats() (packetio.TxStats, error) {
 	s := t.q.Stats()
 	s.Refused += t.refused.Load()
-	if t.dead() {
+	if !t.enter() {
 		s.Backend["mempool_drops"] = t.drops.Load()
 		return s, nil
 	}
+	defer t.exit()
 	s.Backend["mempool_drops"] = t.mp.Drops()
 	addXStats(t.d, s.Backend)
 	return s, nil
@@ -263,18 +299,27 @@ type RxQueue struct {
 	polls  atomic.Uint64
 	drops  atomic.Uint64
 	empty  atomic.Uint64
+	// calls counts the calls in the driver or the mempool but Poll's
+	// (which holds mu): Device.Close waits them out before it stops the
+	// port (package callgate).
+	calls callgate.Calls
 }
 
 func (r *RxQueue) dead() bool { return r.closed.Load() || r.d.closed.Load() }
+
+// enter counts a call in unless the queue or its device is closed.
+func (r *RxQueue) enter() bool { return enterQueue(&r.calls, &r.d.closed, &r.closed) }
+func (r *RxQueue) exit()       { r.calls.Exit() }
 
 // Region is the device's frame memory.
 func (r *RxQueue) Region() packetio.Region { return region{r.d} }
 
 // Fill posts up to n frames to the driver.
 func (r *RxQueue) Fill(n int) int {
-	if r.dead() {
+	if !r.enter() {
 		return 0
 	}
+	defer r.exit()
 	if r.pair != nil {
 		if !r.pair.enter() {
 			return 0
@@ -311,17 +356,19 @@ func (r *RxQueue) look() (int, error) {
 
 // Receive returns up to max packets.
 func (r *RxQueue) Receive(max int) []packetio.Desc {
-	if r.dead() {
+	if !r.enter() {
 		return nil
 	}
+	defer r.exit()
 	return r.q.Receive(max)
 }
 
 // Err reports a closed or failed queue.
 func (r *RxQueue) Err() error {
-	if r.dead() {
+	if !r.enter() {
 		return opErr(r.d, "receive", r.index, packetio.ErrClosed)
 	}
+	defer r.exit()
 	if err := r.q.Err(); err != nil {
 		return opErr(r.d, "receive", r.index, err)
 	}
@@ -332,13 +379,20 @@ func (r *RxQueue) Err() error {
 }
 
 // Recycle returns received frames to the pool.
-func (r *RxQueue) Recycle(descs []packetio.Desc) { r.q.Recycle(descs) }
+func (r *RxQueue) Recycle(descs []packetio.Desc) {
+	if !r.enter() {
+		return
+	}
+	defer r.exit()
+	r.q.Recycle(descs)
+}
 
 // NumFreeFillSlots is how many frames Fill could post.
 func (r *RxQueue) NumFreeFillSlots() int {
-	if r.dead() {
+	if !r.enter() {
 		return 0
 	}
+	defer r.exit()
 	if r.pair != nil {
 		if !r.pair.enter() {
 			return 0
@@ -351,9 +405,10 @@ func (r *RxQueue) NumFreeFillSlots() int {
 // NumReceived is how many packets Receive would return now. It polls the
 // driver once when nothing is kept.
 func (r *RxQueue) NumReceived() int {
-	if r.dead() {
+	if !r.enter() {
 		return 0
 	}
+	defer r.exit()
 	return r.q.Ready()
 }
 
@@ -365,11 +420,12 @@ func (r *RxQueue) NumFreeFrames() int { return r.q.NumFreeFrames() }
 func (r *RxQueue) Stats() (packetio.RxStats, error) {
 	s := r.q.Stats()
 	s.Polls = r.polls.Load()
-	if r.dead() {
+	if !r.enter() {
 		s.Backend["mempool_drops"] = r.drops.Load()
 		s.Backend["supply_empty"] = r.empty.Load()
 		return s, nil
 	}
+	defer r.exit()
 	s.Backend["mempool_drops"] = r.mp.Drops()
 	s.Backend["supply_empty"] = r.mp.Empty()
 	addXStats(r.d, s.Backend)

@@ -33,6 +33,7 @@ var faults = []struct {
 	{"reclaim-pools-frames", "ForwardingConservesFrames"},
 	{"frame-outside-region", "CapabilitiesAreSelfConsistent"},
 	{"bare-errors", "ErrorsAreOpErrors"},
+	{"closed-send-reads-as-back-pressure", "CloseDuringCalls"},
 }
 
 func TestSuiteCatchesBrokenBackends(t *testing.T) {
@@ -117,6 +118,13 @@ func (q *faultyTx) SendFunc(count int, build func(int, []byte) int) (int, error)
 		n, err := q.TxQueue.SendFunc(count, build)
 		if err != nil {
 			err = fmt.Errorf("send: %w", errors.Unwrap(err)) // the sentinel, without the OpError
+		}
+		return n, err
+	}
+	if q.fault == "closed-send-reads-as-back-pressure" {
+		n, err := q.TxQueue.SendFunc(count, build)
+		if errors.Is(err, packetio.ErrClosed) {
+			err = nil // a short count, as if the ring were full
 		}
 		return n, err
 	}

@@ -15,6 +15,7 @@ package packetiotest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,6 +115,7 @@ var deviceChecks = [...]check{
 	{"ErrorsAreOpErrors", errorsAreOpErrors},
 	{"CapabilitiesAreSelfConsistent", capabilitiesAreConsistent},
 	{"CloseWakesAPoller", closeWakesAPoller},
+	{"CloseDuringCalls", closeDuringCalls},
 	{"ErrIsNilOnAHealthyQueue", errIsNilOnAHealthyQueue},
 	{"StatsAreSafeFromAnotherGoroutine", statsRace},
 	{"FastPathDoesNotAllocate", fastPathDoesNotAllocate},
@@ -515,6 +517,123 @@ func closeWakesAPoller(t *testing.T, open OpenFunc) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not wake a goroutine blocked in Poll within 5s")
+	}
+}
+
+// closeDuringCalls: Close from another goroutine while calls are inside
+// the queues never faults or panics. A backend that unmaps rings, closes
+// descriptors or stops a driver at Close must wait for the calls in
+// progress first (BACKENDS.md, rule 12); one that does not touches released
+// memory here. The call in progress ends normally or with ErrClosed, Close
+// returns nil, and every call afterwards is refused.
+func closeDuringCalls(t *testing.T, open OpenFunc) {
+	t.Run("SendFuncBuilding", func(t *testing.T) { closeDuringBuild(t, open) })
+	t.Run("DrivingLoop", func(t *testing.T) {
+		for round := range 3 {
+			closeDuringLoop(t, open, time.Duration(round)*5*time.Millisecond)
+		}
+	})
+}
+
+// closeDuringBuild closes the device while a SendFunc is inside its build
+// function, then lets the build return: the frame is written into the
+// region and handed to the transmit path after Close began.
+func closeDuringBuild(t *testing.T, open OpenFunc) {
+	d := device(t, open)
+	tx := d.TxQueue(0)
+	building, resume := make(chan struct{}), make(chan struct{})
+	sent := make(chan error, 1)
+	go func() {
+		n, err := tx.SendFunc(1, func(i int, frame []byte) int {
+			close(building)
+			<-resume
+			return pattern(i, frame)
+		})
+		if err == nil && n != 1 {
+			err = fmt.Errorf("SendFunc sent %d of 1 and returned no error", n)
+		}
+		sent <- err
+	}()
+	select {
+	case <-building:
+	case err := <-sent:
+		t.Fatalf("SendFunc returned (%v) without calling build", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("SendFunc did not call build within 5s")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	// Give Close time to finish if it does not wait (closing a packet
+	// socket takes an RCU grace period, tens of milliseconds), then let
+	// the build return.
+	time.Sleep(200 * time.Millisecond)
+	close(resume)
+	for range 2 {
+		select {
+		case err := <-sent:
+			if err != nil && !errors.Is(err, packetio.ErrClosed) {
+				t.Errorf("SendFunc under Close: %v, want nil or ErrClosed", err)
+			}
+		case err := <-closed:
+			if err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("SendFunc or Close still running 5s after the build returned")
+		}
+	}
+	if _, err := tx.SendFunc(1, pattern); !errors.Is(err, packetio.ErrClosed) {
+		t.Errorf("SendFunc after Close: %v, want ErrClosed", err)
+	}
+}
+
+// closeDuringLoop closes the device after wait while one goroutine drives
+// both queues through every non-blocking call and another reads Stats and
+// Err.
+func closeDuringLoop(t *testing.T, open OpenFunc, wait time.Duration) {
+	d := device(t, open)
+	tx := d.TxQueue(0)
+	var rx packetio.RxQueue
+	if d.NumRxQueues() > 0 {
+		rx = d.RxQueue(0)
+	}
+	var loops testenv.Loops
+	loops.Go(func() {
+		_, _ = tx.SendFunc(4, pattern)
+		tx.Complete(tx.NumCompleted())
+		tx.NumFreeSlots()
+		tx.Free(tx.Alloc(2))
+		if rx == nil {
+			return
+		}
+		if rn, ok := rx.(packetio.ReadyNotifier); ok {
+			rn.Arm()
+		}
+		rx.Fill(rx.NumFreeFillSlots())
+		rx.NumReceived()
+		rx.Recycle(rx.Receive(16))
+	})
+	loops.Go(func() {
+		_, _ = tx.Stats()
+		_ = tx.Err()
+		if rx != nil {
+			_, _ = rx.Stats()
+			_ = rx.Err()
+		}
+	})
+	time.Sleep(wait)
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	loops.Stop()
+	if n := tx.Transmit(tx.Alloc(1)); n != 0 {
+		t.Errorf("Transmit after Close took %d", n)
+	}
+	if err := tx.Err(); !errors.Is(err, packetio.ErrClosed) {
+		t.Errorf("tx Err after Close: %v, want ErrClosed", err)
+	}
+	if rx != nil && len(rx.Receive(16)) != 0 {
+		t.Error("Receive after Close returned packets")
 	}
 }
 

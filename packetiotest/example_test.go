@@ -46,7 +46,7 @@ func Example() {
 		fmt.Println(" ", name)
 	}
 	// Output:
-	// Run checks 21 rules:
+	// Run checks 22 rules:
 	//   AllocFreeRoundTrip
 	//   AllocGivesDistinctFramesInRegion
 	//   FramesAreConserved
@@ -61,6 +61,7 @@ func Example() {
 	//   ErrorsAreOpErrors
 	//   CapabilitiesAreSelfConsistent
 	//   CloseWakesAPoller
+	//   CloseDuringCalls
 	//   ErrIsNilOnAHealthyQueue
 	//   StatsAreSafeFromAnotherGoroutine
 	//   FastPathDoesNotAllocate

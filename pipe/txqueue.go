@@ -277,6 +277,11 @@ func (q *txQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 	}
 	sent := q.Transmit(descs[:built])
 	q.Free(descs[sent:])
+	if sent < built && q.closed.Load() {
+		// Closed while build ran: say so, not a short count that reads
+		// as back-pressure.
+		return sent, q.dev.opErr("send", q.idx, packetio.ErrClosed)
+	}
 	return sent, nil
 }
 

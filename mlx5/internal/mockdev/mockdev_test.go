@@ -2,6 +2,8 @@ package mockdev
 
 import (
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,4 +217,67 @@ func TestReceiveChecksumAndTimestamps(t *testing.T) {
 		t.Fatalf("%+v", descs[0])
 	}
 	rx.Recycle(descs)
+}
+
+// TestCloseWaitsForCalls: Close from another goroutine while a call is
+// inside a queue (a SendFunc whose build function is still writing, a
+// Receive) does not release the hardware under it: Release, which destroys
+// the rings and unmaps the region on a card, runs only after the call has
+// returned; the call itself ends normally or with ErrClosed. On a card a
+// ring written after Release is a write into unmapped or recycled device
+// memory.
+func TestCloseWaitsForCalls(t *testing.T) {
+	d, err := Open(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkViolations(t, d)
+	var inCall, releasedInCall atomic.Bool
+	release := d.Release
+	d.Release = func() error {
+		if inCall.Load() {
+			releasedInCall.Store(true)
+		}
+		if release != nil {
+			return release()
+		}
+		return nil
+	}
+	building, resume := make(chan struct{}), make(chan struct{})
+	sent := make(chan error, 1)
+	go func() {
+		n, err := d.TxQueue(0).SendFunc(1, func(_ int, f []byte) int {
+			inCall.Store(true)
+			close(building)
+			<-resume
+			inCall.Store(false) // still inside SendFunc: Transmit follows
+			return 64
+		})
+		if err == nil && n != 1 {
+			err = fmt.Errorf("sent %d of 1 with no error", n)
+		}
+		sent <- err
+	}()
+	<-building
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while SendFunc was building", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(resume)
+	// Close had begun: the frame is sent, or the call ends with ErrClosed.
+	if err := <-sent; err != nil && !errors.Is(err, packetio.ErrClosed) {
+		t.Fatalf("SendFunc under Close: %v, want nil or ErrClosed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if releasedInCall.Load() {
+		t.Fatal("Release ran while SendFunc was inside the queue")
+	}
+	if _, err := d.TxQueue(0).SendFunc(1, func(_ int, f []byte) int { return 64 }); !errors.Is(err, packetio.ErrClosed) {
+		t.Fatalf("SendFunc after Close: %v, want ErrClosed", err)
+	}
 }

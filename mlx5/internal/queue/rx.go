@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/pool"
 	"github.com/packetio/packetio/internal/spinwait"
 	"github.com/packetio/packetio/mlx5/internal/ring"
@@ -49,9 +50,11 @@ type RxQueue struct {
 
 	// mu orders Poll, which may run on another goroutine, against Close:
 	// once Close returns no Poll reads the CQ again, so the device can
-	// destroy it.
+	// destroy it. calls does the same for every other call that reads or
+	// posts to the rings, without a lock (package callgate).
 	mu     sync.Mutex
 	closed atomic.Bool
+	calls  callgate.Calls
 
 	polls     atomic.Uint64
 	poolEmpty atomic.Uint64
@@ -93,9 +96,10 @@ func (q *RxQueue) Region() packetio.Region { return q.region }
 
 // Fill posts up to n pool frames to the card.
 func (q *RxQueue) Fill(n int) int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	q.firstUse()
 	n = min(n, q.ring.FreeSlots())
 	if n <= 0 {
@@ -142,9 +146,10 @@ func (q *RxQueue) look() (int, error) {
 // Receive returns up to max received packets; buffers of error completions
 // go straight back to the pool.
 func (q *RxQueue) Receive(max int) []packetio.Desc {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return nil
 	}
+	defer q.calls.Exit()
 	q.firstUse()
 	q.descs, _ = q.ring.Receive(max, q.descs[:0], nil)
 	q.recycleFailed()
@@ -157,9 +162,10 @@ func (q *RxQueue) Receive(max int) []packetio.Desc {
 // ReceiveTimestamps is Receive plus each packet's arrival time in
 // nanoseconds on the card's clock. Without a clock it returns nil, nil.
 func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {
-	if q.closed.Load() || !q.stamps {
+	if !q.stamps || !q.calls.Enter(&q.closed) {
 		return nil, nil
 	}
+	defer q.calls.Exit()
 	q.descs, q.ts = q.ring.Receive(max, q.descs[:0], q.ts[:0])
 	q.recycleFailed()
 	if pool.Checked() {
@@ -209,9 +215,10 @@ func (q *RxQueue) Err() error {
 // posted to the card, are refused and counted (pool_rejected); Err reports
 // the first misuse.
 func (q *RxQueue) Recycle(descs []packetio.Desc) {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return
 	}
+	defer q.calls.Exit()
 	for _, d := range descs {
 		if d == (packetio.Desc{}) {
 			q.pool.RefuseZero(pool.OpRecycle)
@@ -223,18 +230,20 @@ func (q *RxQueue) Recycle(descs []packetio.Desc) {
 
 // NumFreeFillSlots is how many more frames Fill can post now.
 func (q *RxQueue) NumFreeFillSlots() int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	return min(q.ring.FreeSlots(), q.pool.Len())
 }
 
 // NumReceived is how many packets Receive could return now (error
 // completions included, which Receive drops).
 func (q *RxQueue) NumReceived() int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	return q.ring.Ready(1 << 30)
 }
 
@@ -274,12 +283,14 @@ func (q *RxQueue) Stats() (packetio.RxStats, error) {
 	return s, nil
 }
 
-// Close marks the queue closed and waits out a Poll in progress. It is
-// idempotent.
+// Close marks the queue closed and waits out a Poll, and every other call,
+// in progress. It is idempotent and safe from any goroutine, but not from
+// inside a call on the queue (it would wait for itself).
 func (q *RxQueue) Close() error {
 	q.mu.Lock()
 	q.closed.Store(true)
 	q.mu.Unlock()
+	callgate.Drain(&q.calls)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/pool"
 	"github.com/packetio/packetio/mlx5/internal/ring"
 )
@@ -48,6 +49,10 @@ type TxQueue struct {
 	descs  []packetio.Desc
 	done   []packetio.Desc
 	closed atomic.Bool
+	// calls counts the calls in progress that read or post to the rings:
+	// Close waits them out before the device destroys them (package
+	// callgate).
+	calls  callgate.Calls
 	maxLen uint32 // the longest packet the link carries
 
 	poolEmpty atomic.Uint64
@@ -92,9 +97,10 @@ func (q *TxQueue) Region() packetio.Region { return q.region }
 
 // Alloc takes up to n frames, never more than the next Transmit takes.
 func (q *TxQueue) Alloc(n int) []packetio.Desc {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return nil
 	}
+	defer q.calls.Exit()
 	if !q.pinned {
 		q.pinned = true
 		q.pin()
@@ -117,9 +123,10 @@ func (q *TxQueue) Alloc(n int) []packetio.Desc {
 // zero Desc and (packetio_checked) a frame the caller does not hold, which
 // Err reports as ErrNotOwned.
 func (q *TxQueue) Transmit(descs []packetio.Desc) int {
-	if q.closed.Load() || len(descs) == 0 {
+	if len(descs) == 0 || !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	if !q.pinned {
 		q.pinned = true
 		q.pin()
@@ -215,9 +222,10 @@ func (q *TxQueue) failure() error {
 
 // Complete returns finished frames to the pool and reports how many.
 func (q *TxQueue) Complete(max int) int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	q.done = q.reap(max, q.done[:0])
 	for _, d := range q.done {
 		q.pool.Done(q.pool.Base(d.Addr))
@@ -241,9 +249,10 @@ func (q *TxQueue) reap(max int, out []packetio.Desc) []packetio.Desc {
 
 // Reclaim is Complete that appends the finished descriptors to out.
 func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return out
 	}
+	defer q.calls.Exit()
 	start := len(out)
 	out = q.reap(max, out)
 	if pool.Checked() {
@@ -259,9 +268,10 @@ func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
 // frame in flight, are refused and counted in Refused and pool_rejected;
 // Err reports the first misuse.
 func (q *TxQueue) Free(descs []packetio.Desc) {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return
 	}
+	defer q.calls.Exit()
 	var refused uint64
 	for _, d := range descs {
 		if d == (packetio.Desc{}) {
@@ -280,9 +290,10 @@ func (q *TxQueue) Free(descs []packetio.Desc) {
 
 // NumCompleted is how many frames Complete would return now.
 func (q *TxQueue) NumCompleted() int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	n := 0
 	for _, r := range q.rings {
 		n += r.Completable()
@@ -292,9 +303,10 @@ func (q *TxQueue) NumCompleted() int {
 
 // NumInFlight is how many frames the card owns.
 func (q *TxQueue) NumInFlight() int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	n := 0
 	for _, r := range q.rings {
 		n += r.InFlight()
@@ -305,9 +317,10 @@ func (q *TxQueue) NumInFlight() int {
 // NumFreeSlots is how many frames the next Transmit takes: the room of the
 // ring it goes to.
 func (q *TxQueue) NumFreeSlots() int {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0
 	}
+	defer q.calls.Exit()
 	return q.rings[q.next].FreeSlots()
 }
 
@@ -321,9 +334,10 @@ func (q *TxQueue) NumFreeFrames() int {
 
 // SendFunc is the whole transmit cycle in one call.
 func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int, error) {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0, q.opErr("send", packetio.ErrClosed)
 	}
+	defer q.calls.Exit()
 	q.Complete(1 << 30)
 	if err := q.failure(); err != nil {
 		return 0, err
@@ -394,10 +408,13 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 	return s, nil
 }
 
-// Close marks the queue closed. It is idempotent. The device releases the
-// hardware after every queue is closed.
+// Close marks the queue closed and waits until no call on it is in
+// progress. It is idempotent and safe from any goroutine, but not from
+// inside a call on the queue (a SendFunc build function: it would wait for
+// itself). The device releases the hardware after every queue is closed.
 func (q *TxQueue) Close() error {
 	q.closed.Store(true)
+	callgate.Drain(&q.calls)
 	return nil
 }
 
