@@ -9,10 +9,11 @@ var _ packetio.ReadyNotifier = (*RxQueue)(nil)
 // the socket latched) writes, which stays readable once written. Both belong
 // to the Device.
 func (q *RxQueue) ReadyFDs() (ready, closed int, err error) {
-	if q.closed.Load() || q.s.Closed() {
+	ready, closed = q.s.FD(), q.s.WakeFD()
+	if q.closed.Load() || ready < 0 || closed < 0 {
 		return -1, -1, q.opErr("ready", packetio.ErrClosed)
 	}
-	return q.s.FD(), q.s.WakeFD(), nil
+	return ready, closed, nil
 }
 
 // Arm returns how many descriptors wait on the receive ring, and first

@@ -594,8 +594,16 @@ func (s *Socket) exitTx()       { s.t.calls.Exit() }
 // (a slice taken before reads zeros). One atomic load.
 func (s *Socket) Closed() bool { return s.closing.Load() }
 
-// FD is the socket's file descriptor, for registering it in an XSKMAP.
-func (s *Socket) FD() int { return s.fd }
+// FD is the socket's file descriptor, for registering it in an XSKMAP; -1
+// once Close has begun. The number is good until Close: poll it, never
+// read, write or close it.
+func (s *Socket) FD() int {
+	if !s.enter() {
+		return -1
+	}
+	defer s.exit()
+	return s.fd
+}
 
 // Queue is the queue the socket is bound to.
 func (s *Socket) Queue() int { return s.queue }

@@ -450,9 +450,9 @@ func TestCloseWakesPoll(t *testing.T) {
 
 // TestCloseDuringCalls: Close on one goroutine while the socket's driving
 // goroutine calls its non-blocking methods in a loop (what a waitset does
-// between sleeps) and a monitor reads Stats and Err never faults on the
-// rings Close unmaps, and every method afterwards returns zero, nil or
-// ErrClosed. A call that reads ring memory outside its call count is a
+// between sleeps) and a monitor reads Stats, Err and the descriptors never
+// faults on the rings Close unmaps or races its teardown (-race), and every
+// method afterwards returns zero, nil, -1 or ErrClosed. A call that reads ring memory outside its call count is a
 // SIGSEGV here, which kills the test binary.
 func TestCloseDuringCalls(t *testing.T) {
 	p := vethPair(t)
@@ -472,6 +472,8 @@ func TestCloseDuringCalls(t *testing.T) {
 	monitor := []func(s *Socket){
 		func(s *Socket) { _, _ = s.Stats() },
 		func(s *Socket) { _ = s.Err() },
+		func(s *Socket) { _ = s.FD() },
+		func(s *Socket) { _ = s.WakeFD() },
 	}
 	for round := range 20 {
 		var f *Fleet
@@ -504,6 +506,9 @@ func TestCloseDuringCalls(t *testing.T) {
 		}
 		if _, err := s.Stats(); !errors.Is(err, ErrClosed) {
 			t.Fatalf("round %d: Stats after Close: %v, want ErrClosed", round, err)
+		}
+		if s.FD() != -1 || s.WakeFD() != -1 {
+			t.Fatalf("round %d: descriptors %d and %d after Close, want -1", round, s.FD(), s.WakeFD())
 		}
 	}
 }
