@@ -3,6 +3,7 @@
 package pcapfilter
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -477,10 +478,14 @@ func wrapLoads(p []bpf.Instruction) ([]bpf.Instruction, bool) {
 			at[i+1] = at[i] + grown
 		}
 	}
-	skip := func(i int, s int) (int, bool) {
-		n := at[i+1+s] - at[i] - 1
-		return n, n <= 255
+	// skip is the new length of a jump at i over s instructions; branch
+	// that of a conditional jump's two, false when one outgrows a byte.
+	skip := func(i, s int) int { return at[i+1+s] - at[i] - 1 }
+	branch := func(i int, t, f uint8) (uint8, uint8, bool) {
+		nt, nf := skip(i, int(t)), skip(i, int(f))
+		return uint8(nt), uint8(nf), nt <= 255 && nf <= 255
 	}
+	var ok bool
 	out := make([]bpf.Instruction, 0, at[len(p)])
 	for i, ins := range p {
 		switch in := ins.(type) {
@@ -491,29 +496,85 @@ func wrapLoads(p []bpf.Instruction) ([]bpf.Instruction, bool) {
 				continue
 			}
 		case bpf.Jump:
-			n, _ := skip(i, int(in.Skip))
-			in.Skip = uint32(n)
+			in.Skip = uint32(skip(i, int(in.Skip)))
 			ins = in
 		case bpf.JumpIf:
-			st, okT := skip(i, int(in.SkipTrue))
-			sf, okF := skip(i, int(in.SkipFalse))
-			if !okT || !okF {
+			if in.SkipTrue, in.SkipFalse, ok = branch(i, in.SkipTrue, in.SkipFalse); !ok {
 				return nil, false
 			}
-			in.SkipTrue, in.SkipFalse = uint8(st), uint8(sf)
 			ins = in
 		case bpf.JumpIfX:
-			st, okT := skip(i, int(in.SkipTrue))
-			sf, okF := skip(i, int(in.SkipFalse))
-			if !okT || !okF {
+			if in.SkipTrue, in.SkipFalse, ok = branch(i, in.SkipTrue, in.SkipFalse); !ok {
 				return nil, false
 			}
-			in.SkipTrue, in.SkipFalse = uint8(st), uint8(sf)
 			ins = in
 		}
 		out = append(out, ins)
 	}
 	return out, true
+}
+
+// TestWrapLoads: the rewritten program computes an indexed load's address
+// in 32 bits (a frame the original refuses at ldb [x + 15] with X =
+// 0xffffffff is read at byte 14), keeps every other verdict, lands every
+// jump, conditional or not, across a grown load where it landed before,
+// and is refused when the program leaves no scratch slot free.
+func TestWrapLoads(t *testing.T) {
+	p := []bpf.Instruction{
+		bpf.LoadConstant{Dst: bpf.RegX, Val: 14},
+		bpf.LoadIndirect{Off: 9, Size: 1}, // the IPv4 protocol
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 17, SkipTrue: 2},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 6, SkipFalse: 5}, // neither: drop
+		bpf.Jump{Skip: 3}, // TCP: take it
+		bpf.LoadConstant{Dst: bpf.RegX, Val: 0xffffffff},
+		bpf.LoadIndirect{Off: 15, Size: 1}, // byte 14 in 32 bits
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x45, SkipFalse: 1},
+		bpf.RetConstant{Val: 1},
+		bpf.RetConstant{Val: 0},
+	}
+	w, ok := wrapLoads(p)
+	if !ok {
+		t.Fatal("wrapLoads refused a program with free scratch slots")
+	}
+	if want := len(p) + 2*5; len(w) != want {
+		t.Fatalf("wrapped program has %d instructions, want %d:\n%v", len(w), want, w)
+	}
+	// Bytes 14 and 23 are what the program reads. A jump that lands
+	// inside a grown load reads elsewhere: 0x45 everywhere but byte 21
+	// makes the branch past both loads (landing on tax with the protocol
+	// in A, it reads byte 1) take the frame and the jump over the second
+	// (landing on add #15 with A = 6, it reads byte 21) drop it, each the
+	// opposite of its right verdict.
+	frame := func(proto byte) []byte {
+		f := bytes.Repeat([]byte{0x45}, 60)
+		f[21], f[23] = 0, proto
+		return f
+	}
+	for _, tc := range []struct {
+		name          string
+		frame         []byte
+		orig, wrapped bool
+	}{
+		{"UDP: the wrapped load reads byte 14", frame(17), false, true},
+		{"TCP: the jump over the second load", frame(6), true, true},
+		{"ICMP: the branch past both", frame(1), false, false},
+	} {
+		match := matcher(t, tc.frame)
+		if got := match(p, nil); got != tc.orig {
+			t.Errorf("%s: original %v, want %v", tc.name, got, tc.orig)
+		}
+		if got := match(w, nil); got != tc.wrapped {
+			t.Errorf("%s: wrapped %v, want %v", tc.name, got, tc.wrapped)
+		}
+	}
+	full := make([]bpf.Instruction, 0, 18)
+	for n := range 16 {
+		full = append(full, bpf.StoreScratch{Src: bpf.RegA, N: n})
+	}
+	full = append(full, bpf.LoadIndirect{Off: 1, Size: 1}, bpf.RetA{})
+	if _, ok := wrapLoads(full); ok {
+		t.Error("wrapLoads rewrote a program that uses every scratch slot")
+	}
 }
 
 // foldedOracle runs libpcap's unoptimised program of expr's folded text,
