@@ -139,6 +139,11 @@ func (q *TxQueue) Alloc(n int) []packetio.Desc {
 		return nil
 	}
 	defer q.calls.Exit()
+	return q.alloc(n)
+}
+
+// alloc is Alloc inside a counted call (it reads the ring's slots).
+func (q *TxQueue) alloc(n int) []packetio.Desc {
 	n = min(n, maxPending-q.count, q.pool.Len())
 	if q.ring != nil {
 		n = q.ring.free(n)
@@ -160,6 +165,10 @@ func (q *TxQueue) Alloc(n int) []packetio.Desc {
 // Transmit sends the longest valid prefix of descs and returns its length.
 // The frames wait for Complete or Reclaim.
 func (q *TxQueue) Transmit(descs []packetio.Desc) int {
+	if !q.calls.Enter(&q.closed) {
+		return 0
+	}
+	defer q.calls.Exit()
 	n, _ := q.transmit(descs, nil)
 	return n
 }
@@ -169,9 +178,10 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 // outside its frame or an Offload that does not fit its packet ends the
 // prefix with ErrBadLength. Back-pressure is a short count and a nil error.
 func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
-	if q.closed.Load() {
+	if !q.calls.Enter(&q.closed) {
 		return 0, q.errorf("transmit", packetio.ErrClosed, "transmit")
 	}
+	defer q.calls.Exit()
 	if !q.vnet {
 		return 0, q.errorf("transmit", packetio.ErrUnsupported, "TransmitOffload needs a device opened WithGSO")
 	}
@@ -183,12 +193,9 @@ func (q *TxQueue) TransmitOffload(descs []packetio.Desc, offs []packetio.Offload
 
 // transmit validates and sends descs in chunks of txBatch; offs is nil or one
 // Offload per descriptor. It stops at the first bad descriptor (error), at
-// back-pressure or at a full pending list (short count, nil error).
+// back-pressure or at a full pending list (short count, nil error). It runs
+// inside a counted call (Transmit, TransmitOffload, SendFunc).
 func (q *TxQueue) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, error) {
-	if !q.calls.Enter(&q.closed) {
-		return 0, q.errorf("transmit", packetio.ErrClosed, "transmit")
-	}
-	defer q.calls.Exit()
 	if q.failed.Load() {
 		return 0, q.Err()
 	}
@@ -698,7 +705,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 	if q.ring != nil {
 		return q.sendRing(count, build)
 	}
-	descs := q.Alloc(count)
+	descs := q.alloc(count)
 	built := 0
 	for i := range descs {
 		f := q.reg.Writable(descs[i])

@@ -78,10 +78,14 @@ type TxQueue struct {
 	drops   atomic.Uint64 // the mempool's drops, kept at Close
 	maxLen  uint32        // Capabilities().MaxTxLen
 	refused atomic.Uint64 // descriptors Transmit refused as too long
-	// calls counts the calls in the driver or the mempool: Device.Close
-	// waits them out before it stops the port (package callgate).
+	// calls counts the calls that reach the driver, the mempool or the
+	// rings shared with the driver (in C memory): Device.Close waits them
+	// out before it stops the port (package callgate). Calls on the Go
+	// side alone (Alloc, Free, the pool) are not counted.
 	calls callgate.Calls
 }
+
+func (t *TxQueue) dead() bool { return t.closed.Load() || t.d.closed.Load() }
 
 // enter counts a call in unless the queue or its device is closed.
 func (t *TxQueue) enter() bool { return enterQueue(&t.calls, &t.d.closed, &t.closed) }
@@ -106,10 +110,9 @@ func (t *TxQueue) Region() packetio.Region { return region{t.d} }
 
 // Alloc takes up to n frames from the pool.
 func (t *TxQueue) Alloc(n int) []packetio.Desc {
-	if !t.enter() {
+	if t.dead() {
 		return nil
 	}
-	defer t.exit()
 	return t.q.Alloc(n)
 }
 
@@ -195,13 +198,7 @@ func (t *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
 }
 
 // Free returns unsent frames to the pool.
-func (t *TxQueue) Free(descs []packetio.Desc) {
-	if !t.enter() {
-		return
-	}
-	defer t.exit()
-	t.q.Free(descs)
-}
+func (t *TxQueue) Free(descs []packetio.Desc) { t.q.Free(descs) }
 
 // NumCompleted is how many frames the driver has handed back.
 func (t *TxQueue) NumCompleted() int {
@@ -217,10 +214,9 @@ func (t *TxQueue) NumInFlight() int { return t.q.NumInFlight() }
 
 // NumFreeSlots is how many more frames Transmit would take.
 func (t *TxQueue) NumFreeSlots() int {
-	if !t.enter() {
+	if t.dead() {
 		return 0
 	}
-	defer t.exit()
 	return t.q.NumFreeSlots()
 }
 
@@ -299,9 +295,10 @@ type RxQueue struct {
 	polls  atomic.Uint64
 	drops  atomic.Uint64
 	empty  atomic.Uint64
-	// calls counts the calls in the driver or the mempool but Poll's
-	// (which holds mu): Device.Close waits them out before it stops the
-	// port (package callgate).
+	// calls counts the calls that reach the driver, the mempool or the
+	// rings shared with the driver, but Poll's (which holds mu):
+	// Device.Close waits them out before it stops the port (package
+	// callgate). Recycle, on the Go side alone, is not counted.
 	calls callgate.Calls
 }
 
@@ -379,13 +376,7 @@ func (r *RxQueue) Err() error {
 }
 
 // Recycle returns received frames to the pool.
-func (r *RxQueue) Recycle(descs []packetio.Desc) {
-	if !r.enter() {
-		return
-	}
-	defer r.exit()
-	r.q.Recycle(descs)
-}
+func (r *RxQueue) Recycle(descs []packetio.Desc) { r.q.Recycle(descs) }
 
 // NumFreeFillSlots is how many frames Fill could post.
 func (r *RxQueue) NumFreeFillSlots() int {

@@ -55,3 +55,17 @@ func TestDrainWaitsForCalls(t *testing.T) {
 	b.Exit()
 	<-done
 }
+
+// BenchmarkEnterExit is what counting one call costs its caller,
+// uncontended: the price every counted queue method pays once per call
+// (per batch, never per packet).
+func BenchmarkEnterExit(b *testing.B) {
+	var c Calls
+	var closing atomic.Bool
+	for b.Loop() {
+		if !c.Enter(&closing) {
+			b.Fatal("Enter refused before closing")
+		}
+		c.Exit()
+	}
+}

@@ -215,10 +215,9 @@ func (q *RxQueue) Err() error {
 // posted to the card, are refused and counted (pool_rejected); Err reports
 // the first misuse.
 func (q *RxQueue) Recycle(descs []packetio.Desc) {
-	if !q.calls.Enter(&q.closed) {
+	if q.closed.Load() {
 		return
 	}
-	defer q.calls.Exit()
 	for _, d := range descs {
 		if d == (packetio.Desc{}) {
 			q.pool.RefuseZero(pool.OpRecycle)
@@ -230,10 +229,9 @@ func (q *RxQueue) Recycle(descs []packetio.Desc) {
 
 // NumFreeFillSlots is how many more frames Fill can post now.
 func (q *RxQueue) NumFreeFillSlots() int {
-	if !q.calls.Enter(&q.closed) {
+	if q.closed.Load() {
 		return 0
 	}
-	defer q.calls.Exit()
 	return min(q.ring.FreeSlots(), q.pool.Len())
 }
 

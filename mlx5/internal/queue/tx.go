@@ -97,10 +97,9 @@ func (q *TxQueue) Region() packetio.Region { return q.region }
 
 // Alloc takes up to n frames, never more than the next Transmit takes.
 func (q *TxQueue) Alloc(n int) []packetio.Desc {
-	if !q.calls.Enter(&q.closed) {
+	if q.closed.Load() {
 		return nil
 	}
-	defer q.calls.Exit()
 	if !q.pinned {
 		q.pinned = true
 		q.pin()
@@ -127,6 +126,11 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 		return 0
 	}
 	defer q.calls.Exit()
+	return q.transmit(descs)
+}
+
+// transmit is Transmit inside a counted call.
+func (q *TxQueue) transmit(descs []packetio.Desc) int {
 	if !q.pinned {
 		q.pinned = true
 		q.pin()
@@ -226,6 +230,11 @@ func (q *TxQueue) Complete(max int) int {
 		return 0
 	}
 	defer q.calls.Exit()
+	return q.complete(max)
+}
+
+// complete is Complete inside a counted call.
+func (q *TxQueue) complete(max int) int {
 	q.done = q.reap(max, q.done[:0])
 	for _, d := range q.done {
 		q.pool.Done(q.pool.Base(d.Addr))
@@ -268,10 +277,9 @@ func (q *TxQueue) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
 // frame in flight, are refused and counted in Refused and pool_rejected;
 // Err reports the first misuse.
 func (q *TxQueue) Free(descs []packetio.Desc) {
-	if !q.calls.Enter(&q.closed) {
+	if q.closed.Load() {
 		return
 	}
-	defer q.calls.Exit()
 	var refused uint64
 	for _, d := range descs {
 		if d == (packetio.Desc{}) {
@@ -303,10 +311,9 @@ func (q *TxQueue) NumCompleted() int {
 
 // NumInFlight is how many frames the card owns.
 func (q *TxQueue) NumInFlight() int {
-	if !q.calls.Enter(&q.closed) {
+	if q.closed.Load() {
 		return 0
 	}
-	defer q.calls.Exit()
 	n := 0
 	for _, r := range q.rings {
 		n += r.InFlight()
@@ -317,10 +324,9 @@ func (q *TxQueue) NumInFlight() int {
 // NumFreeSlots is how many frames the next Transmit takes: the room of the
 // ring it goes to.
 func (q *TxQueue) NumFreeSlots() int {
-	if !q.calls.Enter(&q.closed) {
+	if q.closed.Load() {
 		return 0
 	}
-	defer q.calls.Exit()
 	return q.rings[q.next].FreeSlots()
 }
 
@@ -338,7 +344,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		return 0, q.opErr("send", packetio.ErrClosed)
 	}
 	defer q.calls.Exit()
-	q.Complete(1 << 30)
+	q.complete(1 << 30)
 	if err := q.failure(); err != nil {
 		return 0, err
 	}
@@ -358,7 +364,10 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		descs[i].Len = uint32(n)
 		built++
 	}
-	sent := q.Transmit(descs[:built])
+	sent := 0
+	if built > 0 {
+		sent = q.transmit(descs[:built])
+	}
 	q.Free(descs[sent:])
 	if sent < built {
 		if err := q.failure(); err != nil {
