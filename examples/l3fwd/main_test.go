@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func l3fwdOn(t *testing.T, o options, want string) {
+func l3fwdOn(t *testing.T, o options, want string) result {
 	t.Helper()
 	o.batch, o.duration, o.report, o.feedPPS = 64, time.Second, 300*time.Millisecond, 200000
 	res, err := run(context.Background(), o, os.Stderr)
@@ -37,6 +37,7 @@ func l3fwdOn(t *testing.T, o options, want string) {
 	if !regexp.MustCompile(want).MatchString(res.first) {
 		t.Errorf("first line %q does not match %q", res.first, want)
 	}
+	return res
 }
 
 // fed is what the first line says of the feeder and the sink.
@@ -55,12 +56,16 @@ func TestL3fwdOnAFXDP(t *testing.T) {
 	testenv.NeedBPF(t)
 	l3fwdOn(t, options{backend: "afxdp"}, `^l3fwd: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, worker CPU 1`+fed+`taking `)
 	l3fwdOn(t, options{backend: "afxdp", busyPoll: true, cpu: "0"}, `, busy-poll 50us budget 64\b.* worker CPU 0;`)
+	if res := l3fwdOn(t, options{backend: "afxdp", frames: 1024}, `^l3fwd: afxdp `); res.frames != 1024 {
+		t.Errorf("-frames 1024: the device has %d frames", res.frames)
+	}
 }
 
 func TestL3fwdRefusesFlagsByName(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"-backend afpacket -busy-poll", "-busy-poll: afpacket has no busy-poll mode"},
 		{"-cpu 999", "no CPU 999"},
+		{"-frames -1", "-frames 0 or more"},
 	} {
 		exittest.Refused(t, "l3fwd", tc.args, tc.want)
 	}
