@@ -136,7 +136,7 @@ type result struct {
 	received, forwarded, arrived uint64
 	verdicts                     [forward.NumVerdicts]uint64
 	first                        string // the first line
-	frames                       int    // the frames in the receive queue's region
+	frames                       int    // the frames of the device's region (-frames)
 }
 
 // routed is where the feeder sends on the own pair: a /24 the one route

@@ -50,8 +50,8 @@ func TestL3fwdOnOwnPair(t *testing.T) {
 }
 
 // TestL3fwdOnAFXDP: steered to what the router routes, forwarded in the
-// frame it arrived in, every frame home at the end; -busy-poll and -cpu
-// reach the device and the worker.
+// frame it arrived in, every frame home at the end; -busy-poll, -cpu and
+// -frames reach the device and the worker.
 func TestL3fwdOnAFXDP(t *testing.T) {
 	testenv.NeedBPF(t)
 	l3fwdOn(t, options{backend: "afxdp"}, `^l3fwd: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, worker CPU 1`+fed+`taking `)
