@@ -452,8 +452,9 @@ func TestCloseWakesPoll(t *testing.T) {
 // goroutine calls its non-blocking methods in a loop (what a waitset does
 // between sleeps) and a monitor reads Stats, Err and the descriptors never
 // faults on the rings Close unmaps or races its teardown (-race), and every
-// method afterwards returns zero, nil, -1 or ErrClosed. A call that reads ring memory outside its call count is a
-// SIGSEGV here, which kills the test binary.
+// method afterwards returns zero, nil, -1 or ErrClosed. A call that reads
+// ring memory outside its call count is a SIGSEGV here, which kills the
+// test binary.
 func TestCloseDuringCalls(t *testing.T) {
 	p := vethPair(t)
 	driver := []func(s *Socket){

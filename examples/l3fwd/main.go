@@ -216,9 +216,10 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 		line.Feed += "; a tap: the router sees every frame and forwards what its table matches"
 	}
 	res.first = line.String()
-	res.frames = d.RxQueue(0).Region().NumFrames()
+	reg := d.RxQueue(0).Region()
+	res.frames = reg.NumFrames()
 	fmt.Fprintln(w, res.first)
-	fmt.Fprintf(w, "frame memory: %d frames of %d bytes (-frames)\n", res.frames, d.RxQueue(0).Region().FrameSize())
+	fmt.Fprintf(w, "frame memory: %d frames of %d bytes (-frames)\n", res.frames, reg.FrameSize())
 	w.Write(setup.Bytes())
 	ms, err := promserve.ForDevice(o.metricsAddr, d, bed.Name, w)
 	if err != nil {

@@ -131,6 +131,9 @@ func (q *TxQueue) Transmit(descs []packetio.Desc) int {
 
 // transmit is Transmit inside a counted call.
 func (q *TxQueue) transmit(descs []packetio.Desc) int {
+	if len(descs) == 0 {
+		return 0
+	}
 	if !q.pinned {
 		q.pinned = true
 		q.pin()
@@ -364,10 +367,7 @@ func (q *TxQueue) SendFunc(count int, build func(i int, frame []byte) int) (int,
 		descs[i].Len = uint32(n)
 		built++
 	}
-	sent := 0
-	if built > 0 {
-		sent = q.transmit(descs[:built])
-	}
+	sent := q.transmit(descs[:built])
 	q.Free(descs[sent:])
 	if sent < built {
 		if err := q.failure(); err != nil {
