@@ -55,6 +55,10 @@
 // packetio.TimestampReceiver. A driver that offers no metadata area cannot
 // be stamped: the queue then says so (ReceiveTimestamps returns nil, nil and
 // Capabilities().RxTimestamps turns false) instead of inventing a time.
+// Where the kernel forbids XDP programs bpf_xdp_adjust_meta, the program
+// writes the stamp into the frame ahead of the packet instead, and the
+// socket strips it: the caller sees the same packet and stamp, and
+// Info().Decisions says so.
 //
 // # What it costs
 //

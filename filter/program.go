@@ -105,6 +105,15 @@ type Program struct {
 	XSKMapFD int
 	// Stamp is the arrival stamp written in front of a redirected packet.
 	Stamp Stamp
+	// StampInFrame writes the stamp into the frame itself, RxMetadataLen
+	// bytes grown in front of the packet with bpf_xdp_adjust_head,
+	// instead of into the metadata area, for kernels whose XDP programs
+	// may not call bpf_xdp_adjust_meta (MetadataRefused). The receiver
+	// strips those bytes, which then sit where the metadata would. Only
+	// a packet bound for a socket grows: with no socket at its queue it
+	// goes to the kernel as it came, and one whose socket goes in
+	// between is aborted rather than passed on with the stamp in front.
+	StampInFrame bool
 	// VLANKfunc has the prologue ask the driver for a VLAN tag it
 	// stripped (bpf_xdp_metadata_rx_vlan_tag) when a match reads the tag.
 	// It needs Kfuncs.VLANTag and a device-bound load.
@@ -316,6 +325,11 @@ func tail(pc Program) asm.Instructions {
 			ktime,
 			asm.Mov.Reg(asm.R9, asm.R0),
 			asm.Mov.Imm(asm.R7, ClockMonotonic),
+		)
+		if pc.StampInFrame {
+			return append(insns, stampInFrame(pc)...)
+		}
+		insns = append(insns,
 			asm.LoadMem(asm.R1, asm.R10, stackCtx, asm.DWord).WithSymbol("stamp_have"),
 			asm.Mov.Imm(asm.R2, -RxMetadataLen),
 			asm.FnXdpAdjustMeta.Call(),
@@ -333,24 +347,76 @@ func tail(pc Program) asm.Instructions {
 			asm.StoreMem(asm.R2, 8, asm.R7, asm.DWord),
 		)
 	}
-	deliver := asm.LoadMapPtr(asm.R1, max(pc.XSKMapFD, 0))
-	if pc.XSKMapFD <= 0 {
-		deliver = deliver.WithReference(XSKMapName)
-	}
+	deliver := xskMap(pc)
 	if first {
 		deliver = sym(deliver)
 	} else {
 		deliver = deliver.WithSymbol(labelDeliver)
 	}
-	return append(insns,
-		deliver,
+	return append(insns, redirect(deliver, actPass)...)
+}
+
+// xskMap loads the socket map's pointer into R1.
+func xskMap(pc Program) asm.Instruction {
+	ins := asm.LoadMapPtr(asm.R1, max(pc.XSKMapFD, 0))
+	if pc.XSKMapFD <= 0 {
+		ins = ins.WithReference(XSKMapName)
+	}
+	return ins
+}
+
+// redirect redirects the packet to the socket at its queue; the low bits
+// of the flags (orElse) are the action when the queue has no socket.
+func redirect(loadMap asm.Instruction, orElse int32) asm.Instructions {
+	return asm.Instructions{
+		loadMap,
 		asm.Mov.Reg(asm.R2, QueueRegister),
-		// The low bits of the flags are the action when the queue has
-		// no socket: such packets go to the kernel.
-		asm.Mov.Imm(asm.R3, actPass),
+		asm.Mov.Imm(asm.R3, orElse),
 		asm.FnRedirectMap.Call(),
 		asm.Return(),
+	}
+}
+
+// stampInFrame is the end of the tail for Program.StampInFrame, from the
+// stamp in R9 and its clock in R7: a packet whose queue has a socket grows
+// RxMetadataLen bytes in front (bpf_xdp_adjust_head), which take the
+// stamp and clock, and is redirected, aborted should the socket have gone
+// since the look (the kernel must not get it with the stamp in front). A
+// packet whose queue has no socket takes the plain redirect at
+// labelDeliver, which hands it to the kernel as it came; so does one whose
+// headroom cannot grow (no driver gives less than XDP_PACKET_HEADROOM),
+// since the socket would read its first bytes as a stamp.
+func stampInFrame(pc Program) asm.Instructions {
+	insns := asm.Instructions{
+		asm.StoreMem(asm.R10, stackTmp, QueueRegister, asm.Word).WithSymbol("stamp_have"),
+		xskMap(pc),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, stackTmp),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, labelDeliver),
+		asm.LoadMem(asm.R1, asm.R10, stackCtx, asm.DWord),
+		asm.Mov.Imm(asm.R2, -RxMetadataLen),
+		asm.FnXdpAdjustHead.Call(),
+		asm.JNE.Imm(asm.R0, 0, "stamp_pass"),
+		asm.LoadMem(asm.R1, asm.R10, stackCtx, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R1, mdData, asm.Word),
+		asm.LoadMem(asm.R3, asm.R1, mdDataEnd, asm.Word),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, RxMetadataLen),
+		// Never true after a grow that succeeded; the verifier needs
+		// the bound.
+		asm.JGT.Reg(asm.R4, asm.R3, "stamp_abort"),
+		asm.StoreMem(asm.R2, 0, asm.R9, asm.DWord),
+		asm.StoreMem(asm.R2, 8, asm.R7, asm.DWord),
+	}
+	insns = append(insns, redirect(xskMap(pc), actAborted)...)
+	insns = append(insns,
+		asm.Mov.Imm(asm.R0, actAborted).WithSymbol("stamp_abort"),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, actPass).WithSymbol("stamp_pass"),
+		asm.Return(),
 	)
+	return append(insns, redirect(xskMap(pc).WithSymbol(labelDeliver), actPass)...)
 }
 
 // storeImm64 is *(u64 *)(dst + off) = imm, sign-extended: the kernel's

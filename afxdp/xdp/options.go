@@ -102,6 +102,11 @@ type config struct {
 	multiBuf   bool
 	stamps     bool
 	txMeta     bool
+	// stampInFrame: the program writes the stamp into the frame ahead of
+	// the packet (filter.Program.StampInFrame), and the sockets strip it.
+	// Open sets it where the kernel refuses bpf_xdp_adjust_meta; a test
+	// sets it to run that path on any kernel.
+	stampInFrame bool
 
 	shared    bool
 	sharePref bool // share where the kernel lets us, else one UMEM per socket

@@ -351,6 +351,9 @@ func (s *Socket) receive(max int) []Desc {
 	for i := range n {
 		d := s.r.ring.get(i)
 		s.r.descs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
+		if s.stampInFrame {
+			s.stripStamp(&s.r.descs[i])
+		}
 		bytes += uint64(d.Len)
 		if pool.Checked() {
 			s.r.pool.Take(pool.OpReceive, s.umem.base(d.Addr))
@@ -410,6 +413,18 @@ func (s *Socket) clearStamps(bases []uint64) {
 		if at+filter.RxMetadataLen <= uint64(len(mem)) {
 			clear(mem[at : at+filter.RxMetadataLen])
 		}
+	}
+}
+
+// stripStamp moves d past the stamp a StampInFrame program wrote ahead of
+// the packet, which then sits where metadata would. Only a packet's first
+// descriptor carries one: the last seen ended a packet (no XDP_PKT_CONTD).
+func (s *Socket) stripStamp(d *Desc) {
+	first := !s.r.inPacket
+	s.r.inPacket = d.Options&unix.XDP_PKT_CONTD != 0
+	if first && d.Len >= filter.RxMetadataLen {
+		d.Addr += filter.RxMetadataLen
+		d.Len -= filter.RxMetadataLen
 	}
 }
 
@@ -499,8 +514,13 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 	take, start := uint32(0), true
 	for i := range avail {
 		d := s.r.ring.get(i)
+		desc := Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
+		if start && s.stampInFrame {
+			s.r.inPacket = false
+			s.stripStamp(&desc)
+		}
 		if start {
-			st, clock := s.stampOf(d.Addr)
+			st, clock := s.stampOf(desc.Addr)
 			if st == 0 {
 				unstamped = take == 0
 				break
@@ -512,7 +532,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 				mono++
 			}
 		}
-		s.r.descs = append(s.r.descs, Desc{Addr: d.Addr, Len: d.Len, Options: d.Options})
+		s.r.descs = append(s.r.descs, desc)
 		s.r.stamp = append(s.r.stamp, stamp)
 		start = !s.multiBuffer || d.Options&unix.XDP_PKT_CONTD == 0
 		if start {
@@ -521,6 +541,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 	}
 	// Only whole packets leave the ring.
 	s.r.descs, s.r.stamp = s.r.descs[:take], s.r.stamp[:take]
+	s.r.inPacket = false
 	for _, d := range s.r.descs {
 		bytes += uint64(d.Len)
 		if pool.Checked() {

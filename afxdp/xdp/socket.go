@@ -65,6 +65,7 @@ type Socket struct {
 	zeroCopy       bool
 	multiBuffer    bool
 	stamps         bool
+	stampInFrame   bool          // the stamp leads the packet in the frame: receive strips it
 	spin           time.Duration // how long Poll spins before it sleeps; 0 never
 	txMeta         bool
 	reuseRx        bool
@@ -114,6 +115,9 @@ type rxHalf struct {
 	held  [maxRxSegs]Desc // a chain whose tail has not arrived
 	nheld int
 	whole []Desc // ReceiveWhole's result
+	// inPacket: the last descriptor received had XDP_PKT_CONTD, so the
+	// next is not a packet's first (stripStamp).
+	inPacket bool
 
 	probed atomic.Int64 // when Poll last asked whether the device is there, since epoch
 	// spinCold is set when Poll's last spin found nothing: the next Poll
@@ -216,7 +220,7 @@ func openSocket(sp socketSpec) (*Socket, error) {
 	g, c := sp.geo, sp.cfg
 	s := &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, ifname: ifaceName(sp.ifindex), queue: sp.queue, frameSize: g.frameSize,
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
-		multiBuffer: c.multiBuf, stamps: c.stamps, spin: c.spinTime(), txMeta: c.txMeta, reuseRx: c.reuseRx,
+		multiBuffer: c.multiBuf, stamps: c.stamps, stampInFrame: c.stamps && c.stampInFrame, spin: c.spinTime(), txMeta: c.txMeta, reuseRx: c.reuseRx,
 		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1, pins: new(threadPins)}
 	s.maxTxLen = linkMaxTxLen(sp.ifindex, g.frameSize)
 	s.epoch = time.Now()

@@ -1,0 +1,104 @@
+package xdp
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/filter"
+)
+
+// withStampInFrame has the program write stamps into the frame ahead of
+// the packet, as Open does where the kernel refuses bpf_xdp_adjust_meta,
+// so that path runs on every kernel.
+func withStampInFrame() Option { return func(c *config) { c.stampInFrame = true } }
+
+// TestStampInFrame receives stamped frames, by each of the two stamped
+// receive calls, with the stamp written into the frame (forced, and the only way on a kernel that refuses
+// bpf_xdp_adjust_meta): every descriptor is the packet as sent, byte for
+// byte, and every stamp is CLOCK_MONOTONIC between the send and the
+// receive.
+func TestStampInFrame(t *testing.T) {
+	receivers := map[string]func(s *Socket) ([]Desc, []uint64){
+		"ReceiveTimestamps": func(s *Socket) ([]Desc, []uint64) { return s.ReceiveTimestamps(64) },
+		"ReceiveStamped": func(s *Socket) ([]Desc, []uint64) {
+			d, st, _ := s.ReceiveStamped(64)
+			return d, st
+		},
+	}
+	for _, tc := range []struct {
+		name, receive string
+		opts          []Option
+	}{
+		{"forced", "ReceiveTimestamps", []Option{withStampInFrame()}},
+		{"forced", "ReceiveStamped", []Option{withStampInFrame()}},
+		{"as Open chooses", "ReceiveTimestamps", nil},
+		{"as Open chooses", "ReceiveStamped", nil},
+	} {
+		t.Run(tc.name+"/"+tc.receive, func(t *testing.T) {
+			p := vethPair(t)
+			f := openIn(t, p.B, append(tc.opts, WithFilter(filter.MatchEtherType(testEtherType)), WithRxTimestamps(), WithNumFrames(64))...)
+			s := f.Socket(0)
+			info, err := f.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := filter.ProbeAdjustMeta() != nil
+			decided := strings.Contains(strings.Join(info.Decisions, "; "), "refuses bpf_xdp_adjust_meta")
+			if decided != (refused && tc.opts == nil) {
+				t.Errorf("Info().Decisions %q: says the kernel refuses bpf_xdp_adjust_meta %v, want %v", info.Decisions, decided, refused && tc.opts == nil)
+			}
+			if got, want := s.stampInFrame, refused || tc.opts != nil; got != want {
+				t.Errorf("socket strips a stamp in the frame: %v, want %v", got, want)
+			}
+			tx := newRawSender(t, p.A)
+			const n = 8
+			var sent [n][]byte
+			before := monotonicNS(t)
+			for i := range n {
+				sent[i] = testFrame(make([]byte, 128), uint32(i), 60+i)
+				tx.send(t, sent[i])
+			}
+			got := 0
+			for deadline := time.Now().Add(3 * time.Second); got < n && time.Now().Before(deadline); {
+				if _, err := s.Poll(10 * time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+				descs, stamps := receivers[tc.receive](s)
+				after := monotonicNS(t)
+				for i, d := range descs {
+					if got >= n {
+						t.Fatalf("more than %d packets", n)
+					}
+					if b := s.UMEM()[d.Addr : d.Addr+uint64(d.Len)]; !bytes.Equal(b, sent[got]) {
+						t.Errorf("packet %d: % x, want % x", got, b, sent[got])
+					}
+					if st, clock := s.Stamp(d); st != stamps[i] || clock != filter.ClockMonotonic || st < before || st > after {
+						t.Errorf("packet %d: stamp %d (clock %d; ReceiveTimestamps %d), want CLOCK_MONOTONIC in [%d, %d]", got, st, clock, stamps[i], before, after)
+					}
+					got++
+				}
+				s.Recycle(descs)
+			}
+			if got != n {
+				t.Fatalf("received %d packets, want %d", got, n)
+			}
+			if st, err := s.Stats(); err != nil {
+				t.Fatal(err)
+			} else if st.Unstamped != 0 || st.StampsMonotonic != n {
+				t.Errorf("Stats: %d unstamped, %d monotonic stamps, want 0 and %d", st.Unstamped, st.StampsMonotonic, n)
+			}
+		})
+	}
+}
+
+func monotonicNS(t *testing.T) uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(ts.Nano())
+}
