@@ -33,6 +33,7 @@ var benchPlace = afxdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}})
 // the kernel, until the benchmark ends.
 func feeder(b *testing.B, h *netns.Host) {
 	b.Helper()
+	trafficgen.NeedLiveFrames(b)
 	var g *trafficgen.Generator
 	if err := h.Do(func() (err error) {
 		g, err = trafficgen.New(h.Link, benchFrame(), trafficgen.WithCPU(0))
@@ -150,6 +151,7 @@ func benchReceiveOn(b *testing.B, open func(h *netns.Host, opts ...afxdp.Option)
 	b.ResetTimer()
 	start := time.Now()
 	got := 0
+	var idle time.Time // since when nothing has arrived
 	for got < b.N {
 		if _, err := rx.Poll(wait); err != nil {
 			b.Fatal(err)
@@ -161,6 +163,13 @@ func benchReceiveOn(b *testing.B, open func(h *netns.Host, opts ...afxdp.Option)
 			descs = rx.Receive(benchBatch)
 		}
 		got += len(descs)
+		if len(descs) > 0 {
+			idle = time.Time{}
+		} else if idle.IsZero() {
+			idle = time.Now()
+		} else if time.Since(idle) > 5*time.Second {
+			b.Fatalf("nothing for 5 s after %d packets", got) // a feeder that died: fail, never hang
+		}
 		rx.Recycle(descs)
 		rx.Fill(rx.NumFreeFillSlots())
 	}
@@ -186,8 +195,10 @@ func BenchmarkForward(b *testing.B) {
 	start := time.Now()
 	fwd := 0
 	for fwd < b.N {
-		if _, err := rx.Poll(5 * time.Second); err != nil {
+		if n, err := rx.Poll(5 * time.Second); err != nil {
 			b.Fatal(err)
+		} else if n == 0 {
+			b.Fatalf("nothing for 5 s after %d packets", fwd) // a feeder that died: fail, never hang
 		}
 		descs := rx.Receive(256)
 		for _, desc := range descs {

@@ -30,7 +30,7 @@ var benchModes = []struct {
 // BenchmarkReceiveStamped is BenchmarkReceive/native with arrival stamps
 // (WithRxTimestamps), what the afxdp backend does by default.
 func BenchmarkReceiveStamped(b *testing.B) {
-	testenv.NeedBPF(b)
+	trafficgen.NeedLiveFrames(b)
 	p := netns.New(b)
 	f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), xdp.WithDriverMode(), xdp.WithRxTimestamps())
 	var g *trafficgen.Generator
@@ -146,7 +146,7 @@ func BenchmarkReceive(b *testing.B) {
 				name += "-busy"
 			}
 			b.Run(name, func(b *testing.B) {
-				testenv.NeedBPF(b)
+				trafficgen.NeedLiveFrames(b)
 				p := netns.New(b)
 				if m.name == "generic" {
 					setGRO(b, p.B)
@@ -252,7 +252,7 @@ func BenchmarkTransmit(b *testing.B) {
 // same interface and recycles what CompleteInto hands back: the forwarding
 // cycle on the datapath itself, fed by trafficgen, native mode.
 func BenchmarkForward(b *testing.B) {
-	testenv.NeedBPF(b)
+	trafficgen.NeedLiveFrames(b)
 	p := netns.New(b)
 	s := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), xdp.WithDriverMode()).Socket(0)
 	var g *trafficgen.Generator

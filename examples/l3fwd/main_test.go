@@ -12,6 +12,7 @@ import (
 
 	"github.com/packetio/packetio/examples/internal/exittest"
 	"github.com/packetio/packetio/examples/internal/forward"
+	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -41,7 +42,7 @@ func l3fwdOn(t *testing.T, o options, want string) result {
 }
 
 // fed is what the first line says of the feeder and the sink.
-const fed = `; fed by the in-kernel generator \(trafficgen, XDP_TX\) on CPU 0 from (\S+)(, GRO on at \S+ so its veth takes XDP frames)?, 60-byte UDP to 10.99.1.1 port 9, 64 flows; routed back to \S+ \(\S+\), whose kernel drops it at its routing look; `
+var fed = `; ` + live.FedPattern() + `(, GRO on at \S+ so its veth takes XDP frames)?, 60-byte UDP to 10.99.1.1 port 9, 64 flows; routed back to \S+ \(\S+\), whose kernel drops it at its routing look; `
 
 func TestL3fwdOnOwnPair(t *testing.T) {
 	testenv.NeedRoot(t)

@@ -181,6 +181,7 @@ type afpacketFeeder struct {
 	batch   int
 	cpus    []int      // sender i's CPU
 	running sync.Mutex // one feed at a time
+	instead error      // why it feeds instead of the live feeder asked for, if it does
 }
 
 func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus []int, jumbo bool) (*afpacketFeeder, error) {
@@ -200,7 +201,11 @@ func newAfpacketFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpu
 }
 
 func (f *afpacketFeeder) describe() string {
-	return fmt.Sprintf("fed by afpacket on the peer (one transmit queue per queue of the row, its TX ring, sender i pinned to CPU i, as fast as it goes, %d flows): a user-space sender, slower than most receivers here at small frames, so those cells measure the feeder", f.flows)
+	var why string
+	if f.instead != nil {
+		why = fmt.Sprintf("-feeder live was asked for, but this kernel refuses it (%v); instead, ", f.instead)
+	}
+	return why + fmt.Sprintf("fed by afpacket on the peer (one transmit queue per queue of the row, its TX ring, sender i pinned to CPU i, as fast as it goes, %d flows): a user-space sender, slower than most receivers here at small frames, so those cells measure the feeder", f.flows)
 }
 
 func (f *afpacketFeeder) needsNAPI() bool { return false }

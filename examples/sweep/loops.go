@@ -26,6 +26,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/metrics"
 	"github.com/packetio/packetio/examples/internal/testbed"
 	"github.com/packetio/packetio/internal/spinwait"
+	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 // errSkip marks a cell that cannot be measured here, for a reason that is
@@ -196,11 +197,23 @@ func (e *env) rig(q int, jumbo bool) (*rig, error) {
 	for i := range gens {
 		gens[i] = e.feederCPU(i)
 	}
-	switch {
-	case e.feeder == feederAfpacket || jumbo:
-		if r.feed, err = newAfpacketFeeder(bed, r.macB, e.flows, gens, jumbo); err != nil {
+	var refused error // the kernel's refusal of live frames
+	if e.feeder == feederLive && !jumbo {
+		if err := bed.InPeer(func() error { refused = trafficgen.Probe(); return nil }); err != nil {
 			return fail(err)
 		}
+	}
+	switch {
+	case e.feeder == feederAfpacket || jumbo || refused != nil:
+		a, err := newAfpacketFeeder(bed, r.macB, e.flows, gens, jumbo)
+		if err != nil {
+			return fail(err)
+		}
+		if refused != nil {
+			a.instead = refused
+			fmt.Fprintf(e.log, "sweep: -feeder live cannot run here (%v): the afpacket feeder feeds instead, and the table says so\n", refused)
+		}
+		r.feed = a
 	default:
 		r.feed = newLiveFeeder(bed, r.macB, e.flows, gens)
 	}

@@ -12,7 +12,10 @@
 //
 // # What it needs
 //
-// Linux 5.18 or later, root (CAP_BPF and CAP_NET_ADMIN), and an interface
+// Linux 5.18 or later that lets programs run on live frames (a kernel can
+// forbid it: New then fails with packetio.ErrUnsupported, quoting the
+// refusal; Probe asks without sending), root (CAP_BPF and CAP_NET_ADMIN),
+// and an interface
 // whose driver can transmit XDP frames (ndo_xdp_xmit). A veth transmits
 // them only when its peer runs a native XDP program (an AF_XDP receiver
 // attached in native mode) or has GRO enabled; otherwise the kernel drops
@@ -60,6 +63,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/internal/host"
 )
 
@@ -148,6 +152,9 @@ func New(ifname string, frame []byte, opts ...Option) (g *Generator, err error) 
 		}
 	}()
 	_ = rlimit.RemoveMemlock()
+	if err := Probe(); err != nil {
+		return nil, err
+	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:         "trafficgen",
 		Type:         ebpf.XDP,
@@ -159,6 +166,37 @@ func New(ifname string, frame []byte, opts ...Option) (g *Generator, err error) 
 		return nil, fmt.Errorf("trafficgen: load the program (needs root): %w", err)
 	}
 	return &Generator{prog: prog, ifindex: ifi.Index, ifname: ifname, frame: append([]byte(nil), frame...), netns: ns, cpu: c.cpu - 1}, nil
+}
+
+// Probe reports whether the kernel runs XDP programs on live frames: nil,
+// or an error matching packetio.ErrUnsupported that quotes the kernel's
+// refusal (a kernel can forbid BPF_F_TEST_XDP_LIVE_FRAMES: the machine
+// this was written on answered EPERM, root or not). It loads a program
+// that drops its frame and runs it once on the loopback interface of the
+// calling thread's namespace, so nothing is sent. Any other failure (no
+// BPF at all) is left to New's own load to report.
+func Probe() error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         "trafficgen_probe",
+		Type:         ebpf.XDP,
+		License:      "Dual BSD/GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
+	})
+	if err != nil {
+		return nil
+	}
+	defer prog.Close()
+	frame := make([]byte, 60)
+	_, err = prog.Run(&ebpf.RunOptions{
+		Data:    frame,
+		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: 1},
+		Repeat:  1,
+		Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: trafficgen: this kernel refuses to run XDP programs on live frames (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES): %w", packetio.ErrUnsupported, err)
+	}
+	return nil
 }
 
 // program returns XDP_TX, after advancing the flow counter when asked.

@@ -14,7 +14,6 @@ import (
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
-	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/trafficgen"
 )
 
@@ -29,7 +28,7 @@ func frame() []byte {
 // end of a veth arrive at an AF_XDP receiver on the other, with the flow
 // counter advancing.
 func TestGeneratorFeedsAReceiver(t *testing.T) {
-	testenv.NeedBPF(t)
+	trafficgen.NeedLiveFrames(t)
 	p := netns.New(t)
 	var f *xdp.Fleet
 	if err := p.B.Do(func() (err error) {
@@ -121,7 +120,7 @@ func TestGeneratorRefusesBadFrames(t *testing.T) {
 // than one; every frame a call sent reaches next, and Loop ends when next
 // returns 0.
 func TestLoopOverlapsPinnedCalls(t *testing.T) {
-	testenv.NeedBPF(t)
+	trafficgen.NeedLiveFrames(t)
 	p := netns.New(t)
 	for _, tc := range []struct {
 		name string
@@ -174,7 +173,7 @@ func TestLoopOverlapsPinnedCalls(t *testing.T) {
 // after the calls in progress, without an error, and the generator refuses
 // work afterwards.
 func TestCloseEndsALoop(t *testing.T) {
-	testenv.NeedBPF(t)
+	trafficgen.NeedLiveFrames(t)
 	p := netns.New(t)
 	g := newGenerator(t, p, trafficgen.WithCPU(0))
 	started := make(chan struct{})
@@ -212,7 +211,7 @@ func TestCloseEndsALoop(t *testing.T) {
 // the other thread's loop ends too, and every frame the calls before it
 // sent has reached next.
 func TestLoopReportsAFailedCall(t *testing.T) {
-	testenv.NeedBPF(t)
+	trafficgen.NeedLiveFrames(t)
 	p := netns.New(t)
 	g := newGenerator(t, p, trafficgen.WithCPU(0))
 	const per = 20000
@@ -277,7 +276,7 @@ func newGenerator(t testing.TB, p *netns.Pair, opts ...trafficgen.Option) *traff
 // waits out two RCU grace periods), in calls of 1 Mi frames; the peer
 // drops them.
 func BenchmarkLoop(b *testing.B) {
-	testenv.NeedBPF(b)
+	trafficgen.NeedLiveFrames(b)
 	p := netns.New(b)
 	for _, bc := range []struct {
 		name string

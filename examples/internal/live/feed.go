@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 // Feeder feeds the example's end of its own testbed from the peer's kernel:
@@ -15,8 +17,13 @@ import (
 // native XDP program there itself. It is what the sweep feeds its
 // receivers with, so an example's first number is the receiver's, not a
 // user-space feeder's.
+//
+// Where the kernel refuses live frames (trafficgen.Probe), it feeds from
+// afpacket transmit queues on the peer instead, and String says so and
+// why: a user-space sender, slower than most receivers.
 type Feeder struct {
 	src    *Source
+	sock   *socketFeed // instead of src, where the kernel refuses live frames
 	gro    bool
 	cpus   []int
 	bed    *testbed.Bed
@@ -35,6 +42,18 @@ func NewFeeder(bed *testbed.Bed, frame []byte, flows Flows, cpus []int, nativeXD
 		return nil, errors.New("live: a feeder needs the example's own veth pair")
 	}
 	f := &Feeder{bed: bed, cpus: append([]int(nil), cpus...)}
+	var refused error
+	if err := bed.InPeer(func() error { refused = trafficgen.Probe(); return nil }); err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		sock, err := newSocketFeed(bed, frame, flows, f.cpus, refused)
+		if err != nil {
+			return nil, fmt.Errorf("%w (and the in-kernel feeder cannot run: %w)", err, refused)
+		}
+		f.sock = sock
+		return f, nil
+	}
 	if !nativeXDP {
 		if _, err := bed.GRO(true); err != nil {
 			return nil, err
@@ -59,6 +78,9 @@ func (f *Feeder) String() string {
 	} else if len(f.cpus) > 1 {
 		where = fmt.Sprintf("on CPUs %v", f.cpus)
 	}
+	if f.sock != nil {
+		return fmt.Sprintf("fed by afpacket's TX ring %s from %s (a user-space sender, slower than most receivers: this kernel refuses the in-kernel generator's live frames, %s)", where, f.bed.Peer, why(f.sock.refused))
+	}
 	s := fmt.Sprintf("fed by the in-kernel generator (trafficgen, XDP_TX) %s from %s", where, f.bed.Peer)
 	if f.gro {
 		s += fmt.Sprintf(", GRO on at %s so its veth takes XDP frames", f.bed.Name)
@@ -73,6 +95,10 @@ func (f *Feeder) Start(ctx context.Context, rate float64) {
 	f.done = make(chan struct{})
 	go func() {
 		defer close(f.done)
+		if f.sock != nil {
+			f.err = f.sock.run(ctx, rate)
+			return
+		}
 		_, f.err = f.src.Run(ctx, rate)
 	}()
 }
@@ -80,6 +106,9 @@ func (f *Feeder) Start(ctx context.Context, rate float64) {
 // Sent is how many frames the feeder has offered: the peer's transmit
 // counter where it can be read.
 func (f *Feeder) Sent() uint64 {
+	if f.sock != nil {
+		return f.sock.sent.Load()
+	}
 	if n, err := f.src.Transmitted(); err == nil {
 		return n
 	}
@@ -102,5 +131,28 @@ func (f *Feeder) Stop() error {
 // Close stops the feed and unloads the generators. GRO goes back with the
 // bed's Close.
 func (f *Feeder) Close() error {
+	if f.sock != nil {
+		return errors.Join(f.Stop(), f.sock.close())
+	}
 	return errors.Join(f.Stop(), f.src.Close())
+}
+
+// why is the kernel's word in err: its errno where it gave one.
+func why(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
+}
+
+// FedPattern is a regular expression for the opening words of String on
+// this kernel, for the examples' tests: the in-kernel generator's, or,
+// where the kernel refuses live frames, the afpacket feeder's, which says
+// why.
+func FedPattern() string {
+	if trafficgen.Probe() != nil {
+		return `fed by afpacket's TX ring on CPUs? \[?0[^;(]* from \S+ \(a user-space sender, slower than most receivers: this kernel refuses the in-kernel generator's live frames, [^)]+\)`
+	}
+	return `fed by the in-kernel generator \(trafficgen, XDP_TX\) on CPUs? \[?0[^;(]* from \S+`
 }
