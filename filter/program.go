@@ -108,7 +108,7 @@ type Program struct {
 	// StampInFrame writes the stamp into the frame itself, RxMetadataLen
 	// bytes grown in front of the packet with bpf_xdp_adjust_head,
 	// instead of into the metadata area, for kernels whose XDP programs
-	// may not call bpf_xdp_adjust_meta (MetadataRefused). The receiver
+	// may not call bpf_xdp_adjust_meta (ProbeAdjustMeta). The receiver
 	// strips those bytes, which then sit where the metadata would. Only
 	// a packet bound for a socket grows: with no socket at its queue it
 	// goes to the kernel as it came, and one whose socket goes in
