@@ -19,9 +19,10 @@ import (
 // goroutine per CPU of cpus, each pinned there, sending copies of frame
 // with the flow field advanced per frame as the generators do. A veth takes
 // a packet socket's frames without NAPI, so the example's end needs no GRO.
-// It offers what a user-space sender on a veth can, about a million frames
-// a second a core, which is less than most receivers take: the example's
-// first line says so.
+// It offers what a user-space sender on a veth can (drop read about half a
+// million frames a second from one sender, on the machine that refuses live
+// frames), which is less than most receivers take: the example's first line
+// says so.
 type socketFeed struct {
 	dev     packetio.Device
 	frame   []byte
