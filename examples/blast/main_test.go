@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/examples/internal/exittest"
 	"github.com/packetio/packetio/internal/testenv"
-	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 // TestMain runs main itself when asked, for the exit-status tests.
@@ -79,14 +75,6 @@ func TestBlastRefusesFlagsByName(t *testing.T) {
 // and flat out.
 func TestBlastLive(t *testing.T) {
 	testenv.NeedBPF(t)
-	if refused := trafficgen.Probe(); refused != nil {
-		// What a user sees on such a kernel: -live refused, saying why.
-		o := options{live: true, size: 60, flows: 16, queues: 1, batch: 64, duration: time.Second, report: time.Second, dstMAC: "ff:ff:ff:ff:ff:ff"}
-		if _, err := run(context.Background(), o, io.Discard); !errors.Is(err, packetio.ErrUnsupported) || !strings.Contains(err.Error(), "refuses to run XDP programs on live frames") {
-			t.Fatalf("-live where the kernel refuses live frames (%v): %v, want that refusal", refused, err)
-		}
-		testenv.KernelLimit(t, "%v", refused)
-	}
 	for _, pps := range []float64{0, 50000} {
 		o := options{live: true, size: 60, flows: 16, queues: 2, batch: 64, pps: pps, duration: time.Second, report: 300 * time.Millisecond, dstMAC: "ff:ff:ff:ff:ff:ff"}
 		res, err := run(context.Background(), o, os.Stderr)

@@ -15,7 +15,6 @@ import (
 	"github.com/packetio/packetio/examples/internal/exittest"
 	"github.com/packetio/packetio/examples/internal/live"
 	"github.com/packetio/packetio/internal/testenv"
-	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 // TestMain runs main itself when asked, for the exit-status tests.
@@ -64,12 +63,7 @@ var fed = `; ` + live.FedPattern()
 func TestDropOnOwnPair(t *testing.T) {
 	testenv.NeedRoot(t)
 	testenv.NeedBPF(t)
-	// The generator's XDP frames need GRO on at afpacket's end; the
-	// afpacket feeder, where the kernel refuses them, does not.
 	gro := `GRO on at \S+ so its veth takes XDP frames`
-	if trafficgen.Probe() != nil {
-		gro = ` \(a user-space sender[^)]*\), 60-byte UDP`
-	}
 	for _, tc := range []struct {
 		queues int
 		want   []string

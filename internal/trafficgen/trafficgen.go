@@ -14,8 +14,8 @@
 //
 // Linux 5.18 or later that lets programs run on live frames (a kernel can
 // forbid it: New then fails with packetio.ErrUnsupported, quoting the
-// refusal; Probe asks without sending), root (CAP_BPF and CAP_NET_ADMIN),
-// and an interface
+// refusal; Probe asks without sending, and a Circuit feeds without live
+// frames, slower), root (CAP_BPF and CAP_NET_ADMIN), and an interface
 // whose driver can transmit XDP frames (ndo_xdp_xmit). A veth transmits
 // them only when its peer runs a native XDP program (an AF_XDP receiver
 // attached in native mode) or has GRO enabled; otherwise the kernel drops

@@ -18,12 +18,11 @@ import (
 // receivers with, so an example's first number is the receiver's, not a
 // user-space feeder's.
 //
-// Where the kernel refuses live frames (trafficgen.Probe), it feeds from
-// afpacket transmit queues on the peer instead, and String says so and
-// why: a user-space sender, slower than most receivers.
+// Where the kernel refuses live frames (trafficgen.Probe), the Source runs
+// circuits instead of generators (trafficgen.Circuit), and String says so
+// and why.
 type Feeder struct {
 	src    *Source
-	sock   *socketFeed // instead of src, where the kernel refuses live frames
 	gro    bool
 	cpus   []int
 	bed    *testbed.Bed
@@ -42,18 +41,6 @@ func NewFeeder(bed *testbed.Bed, frame []byte, flows Flows, cpus []int, nativeXD
 		return nil, errors.New("live: a feeder needs the example's own veth pair")
 	}
 	f := &Feeder{bed: bed, cpus: append([]int(nil), cpus...)}
-	var refused error
-	if err := bed.InPeer(func() error { refused = trafficgen.Probe(); return nil }); err != nil {
-		return nil, err
-	}
-	if refused != nil {
-		sock, err := newSocketFeed(bed, frame, flows, f.cpus, refused)
-		if err != nil {
-			return nil, fmt.Errorf("%w (and the in-kernel feeder cannot run: %w)", err, refused)
-		}
-		f.sock = sock
-		return f, nil
-	}
 	if !nativeXDP {
 		if _, err := bed.GRO(true); err != nil {
 			return nil, err
@@ -78,10 +65,10 @@ func (f *Feeder) String() string {
 	} else if len(f.cpus) > 1 {
 		where = fmt.Sprintf("on CPUs %v", f.cpus)
 	}
-	if f.sock != nil {
-		return fmt.Sprintf("fed by afpacket's TX ring %s from %s (a user-space sender, slower than most receivers: this kernel refuses the in-kernel generator's live frames, %s)", where, f.bed.Peer, why(f.sock.refused))
-	}
 	s := fmt.Sprintf("fed by the in-kernel generator (trafficgen, XDP_TX) %s from %s", where, f.bed.Peer)
+	if err := f.src.Refused(); err != nil {
+		s = fmt.Sprintf("fed by an in-kernel circuit (trafficgen.Circuit: frames going round a veth pair of its own, a copy out each turn; this kernel refuses the generator's live frames, %s) %s from %s", Why(err), where, f.bed.Peer)
+	}
 	if f.gro {
 		s += fmt.Sprintf(", GRO on at %s so its veth takes XDP frames", f.bed.Name)
 	}
@@ -95,10 +82,6 @@ func (f *Feeder) Start(ctx context.Context, rate float64) {
 	f.done = make(chan struct{})
 	go func() {
 		defer close(f.done)
-		if f.sock != nil {
-			f.err = f.sock.run(ctx, rate)
-			return
-		}
 		_, f.err = f.src.Run(ctx, rate)
 	}()
 }
@@ -106,9 +89,6 @@ func (f *Feeder) Start(ctx context.Context, rate float64) {
 // Sent is how many frames the feeder has offered: the peer's transmit
 // counter where it can be read.
 func (f *Feeder) Sent() uint64 {
-	if f.sock != nil {
-		return f.sock.sent.Load()
-	}
 	if n, err := f.src.Transmitted(); err == nil {
 		return n
 	}
@@ -131,14 +111,11 @@ func (f *Feeder) Stop() error {
 // Close stops the feed and unloads the generators. GRO goes back with the
 // bed's Close.
 func (f *Feeder) Close() error {
-	if f.sock != nil {
-		return errors.Join(f.Stop(), f.sock.close())
-	}
 	return errors.Join(f.Stop(), f.src.Close())
 }
 
-// why is the kernel's word in err: its errno where it gave one.
-func why(err error) string {
+// Why is the kernel's word in err: its errno where it gave one.
+func Why(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return errno.Error()
@@ -148,11 +125,10 @@ func why(err error) string {
 
 // FedPattern is a regular expression for the opening words of String on
 // this kernel, for the examples' tests: the in-kernel generator's, or,
-// where the kernel refuses live frames, the afpacket feeder's, which says
-// why.
+// where the kernel refuses live frames, the circuit's, which says why.
 func FedPattern() string {
 	if trafficgen.Probe() != nil {
-		return `fed by afpacket's TX ring on CPUs? \[?0[^;(]* from \S+ \(a user-space sender, slower than most receivers: this kernel refuses the in-kernel generator's live frames, [^)]+\)`
+		return `fed by an in-kernel circuit \(trafficgen.Circuit: frames going round a veth pair of its own, a copy out each turn; this kernel refuses the generator's live frames, [^)]+\) on CPUs? \[?0[^;(]* from \S+`
 	}
 	return `fed by the in-kernel generator \(trafficgen, XDP_TX\) on CPUs? \[?0[^;(]* from \S+`
 }

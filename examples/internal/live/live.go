@@ -67,11 +67,18 @@ type Flows struct {
 
 // Source is a set of generators sending the same frame out of one
 // interface.
+//
+// On a kernel that refuses live frames (trafficgen.Probe) each generator
+// is a trafficgen.Circuit instead: frames going round a veth pair of its
+// own in the namespace, a copy out of the interface on every turn. String
+// says which, and why.
 type Source struct {
-	ifname string
-	gens   []*trafficgen.Generator
-	cpus   []int
-	ns     netns.NsHandle // the namespace the generators send in
+	ifname  string
+	gens    []*trafficgen.Generator
+	circs   []*trafficgen.Circuit // instead of gens where live frames are refused
+	refused error                 // the kernel's refusal of live frames
+	cpus    []int
+	ns      netns.NsHandle // the namespace the generators send in
 
 	mu      sync.Mutex // one Run at a time
 	sent    atomic.Uint64
@@ -92,6 +99,7 @@ func New(ifname string, frame []byte, flows Flows, cpus []int) (*Source, error) 
 		return nil, fmt.Errorf("live: the current network namespace: %w", err)
 	}
 	s.ns = ns
+	s.refused = trafficgen.Probe()
 	for _, cpu := range s.cpus {
 		var opts []trafficgen.Option
 		if flows.N > 1 {
@@ -99,6 +107,15 @@ func New(ifname string, frame []byte, flows Flows, cpus []int) (*Source, error) 
 		}
 		if cpu >= 0 {
 			opts = append(opts, trafficgen.WithCPU(cpu))
+		}
+		if s.refused != nil {
+			c, err := trafficgen.NewCircuit(ifname, frame, opts...)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("live: %w (the kernel refuses live frames: %w)", err, s.refused)
+			}
+			s.circs = append(s.circs, c)
+			continue
 		}
 		g, err := trafficgen.New(ifname, frame, opts...)
 		if err != nil {
@@ -111,7 +128,11 @@ func New(ifname string, frame []byte, flows Flows, cpus []int) (*Source, error) 
 }
 
 // Generators is how many generators the source runs.
-func (s *Source) Generators() int { return len(s.gens) }
+func (s *Source) Generators() int { return len(s.gens) + len(s.circs) }
+
+// Refused is the kernel's refusal of live frames when the source runs
+// circuits instead of generators, else nil.
+func (s *Source) Refused() error { return s.refused }
 
 // String describes the source for output.
 func (s *Source) String() string {
@@ -119,12 +140,22 @@ func (s *Source) String() string {
 	if s.cpus[0] >= 0 {
 		where = fmt.Sprintf("on CPU %v", s.cpus)
 	}
+	if s.refused != nil {
+		return fmt.Sprintf("%d in-kernel circuit(s) to %s (frames going round a veth pair of its own, a copy out of %s each turn: this kernel refuses live frames, %s), %s", len(s.circs), s.ifname, s.ifname, Why(s.refused), where)
+	}
 	return fmt.Sprintf("%d in-kernel generator(s) on %s (BPF_PROG_RUN live frames, XDP_TX), %s", len(s.gens), s.ifname, where)
 }
 
 // Sent is how many frames the source has run through the kernel since it
-// was made. It moves once per call of each generator (CallTime).
-func (s *Source) Sent() uint64 { return s.sent.Load() }
+// was made. It moves once per call of each generator (CallTime); a
+// circuit's count moves with every frame.
+func (s *Source) Sent() uint64 {
+	n := s.sent.Load()
+	for _, c := range s.circs {
+		n += c.Sent()
+	}
+	return n
+}
 
 // Transmitted is the interface's transmit counter (netlink link
 // statistics), which on a veth counts every XDP frame it passed to its
@@ -205,6 +236,9 @@ func (s *Source) Run(ctx context.Context, rate float64) (uint64, error) {
 	if ok, err := s.Takes(); err == nil && !ok {
 		return 0, fmt.Errorf("live: %s: %w", s.ifname, ErrNotTaken)
 	}
+	if len(s.circs) > 0 {
+		return s.runCircuits(ctx, rate)
+	}
 	per := rate / float64(len(s.gens))
 	var wg sync.WaitGroup
 	var total atomic.Uint64
@@ -218,6 +252,24 @@ func (s *Source) Run(ctx context.Context, rate float64) (uint64, error) {
 	}
 	wg.Wait()
 	return total.Load(), errors.Join(errs...)
+}
+
+// runCircuits is Run on circuits: each runs until ctx ends, at its share
+// of rate.
+func (s *Source) runCircuits(ctx context.Context, rate float64) (uint64, error) {
+	before := s.Sent()
+	per := rate / float64(len(s.circs))
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.circs))
+	for i, c := range s.circs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Run(ctx.Done(), per)
+		}()
+	}
+	wg.Wait()
+	return s.Sent() - before, errors.Join(errs...)
 }
 
 // run drives one generator, its calls back to back on its own threads
@@ -278,6 +330,11 @@ func (s *Source) Close() error {
 	var errs []error
 	for _, g := range s.gens {
 		if err := g.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range s.circs {
+		if err := c.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +15,6 @@ import (
 	"github.com/packetio/packetio/afxdp"
 	"github.com/packetio/packetio/examples/internal/testbed"
 	"github.com/packetio/packetio/internal/testenv"
-	"github.com/packetio/packetio/internal/trafficgen"
 )
 
 const etherType = 0x88b5
@@ -52,7 +48,6 @@ func bed(t *testing.T) *testbed.Bed {
 // source makes a Source on the peer of b, sending to b's interface.
 func source(t *testing.T, b *testbed.Bed, flows Flows, cpus []int) *Source {
 	t.Helper()
-	trafficgen.NeedLiveFrames(t)
 	var s *Source
 	if err := b.InPeer(func() (err error) {
 		s, err = New(b.Peer, testFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}), flows, cpus)
@@ -219,49 +214,5 @@ func TestNextBatch(t *testing.T) {
 		if got := nextBatch(tc.n, tc.d); got != tc.want {
 			t.Errorf("nextBatch(%d, %v) = %d, want %d", tc.n, tc.d, got, tc.want)
 		}
-	}
-}
-
-// TestSocketFeed: the feeder where the kernel refuses live frames (made
-// here on any kernel) reaches an afxdp receiver with every flow, paced: a
-// rate is a ceiling, one batch of slack; Sent counts what the queues took.
-// Its String says what feeds and why.
-func TestSocketFeed(t *testing.T) {
-	b := bed(t)
-	d, err := b.Open(func(name string) (packetio.Device, error) {
-		return afxdp.Open(name, afxdp.WithSteering(packetio.SteeringFilter{Match: []packetio.Match{packetio.MatchEtherType(etherType)}}))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := fmt.Errorf("%w: run program: %w", packetio.ErrUnsupported, syscall.EPERM)
-	sock, err := newSocketFeed(b, testFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}), Flows{Offset: 14, N: 4}, []int{0}, refused)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &Feeder{sock: sock, bed: b, cpus: []int{0}}
-	defer func() {
-		if err := f.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if s, want := f.String(), "fed by afpacket's TX ring on CPU 0 from "+b.Peer+" (a user-space sender, slower than most receivers: this kernel refuses the in-kernel generator's live frames, operation not permitted)"; s != want {
-		t.Errorf("String() = %q, want %q", s, want)
-	}
-	if !regexp.MustCompile(FedPattern()).MatchString(f.String()) && trafficgen.Probe() != nil {
-		t.Errorf("FedPattern %q does not match %q", FedPattern(), f.String())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	f.Start(ctx, 20000)
-	got, flows := drain(d.RxQueue(0), 1200*time.Millisecond)
-	if err := f.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if sent := f.Sent(); sent > 20000+socketBatch || got == 0 || uint64(got) > sent {
-		t.Fatalf("sent %d in 1s at 20000/s, %d received", sent, got)
-	}
-	if len(flows) != 4 || !flows[100] || !flows[103] {
-		t.Errorf("flows %v, want 100 to 103", flows)
 	}
 }
