@@ -33,23 +33,17 @@ var benchPlace = afxdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}})
 // the kernel, until the benchmark ends.
 func feeder(b *testing.B, h *netns.Host) {
 	b.Helper()
-	trafficgen.NeedLiveFrames(b)
-	var g *trafficgen.Generator
+	var f *trafficgen.Feed
 	if err := h.Do(func() (err error) {
-		g, err = trafficgen.New(h.Link, benchFrame(), trafficgen.WithCPU(0))
+		f, err = trafficgen.StartFeed(h.Link, benchFrame(), trafficgen.WithCPU(0))
 		return err
 	}); err != nil {
 		b.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { _, err := g.Run(stop, 0); done <- err }()
 	b.Cleanup(func() {
-		close(stop)
-		if err := <-done; err != nil {
+		if err := f.Stop(); err != nil {
 			b.Error(err)
 		}
-		g.Close()
 	})
 }
 

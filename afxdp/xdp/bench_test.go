@@ -30,25 +30,29 @@ var benchModes = []struct {
 // BenchmarkReceiveStamped is BenchmarkReceive/native with arrival stamps
 // (WithRxTimestamps), what the afxdp backend does by default.
 func BenchmarkReceiveStamped(b *testing.B) {
-	trafficgen.NeedLiveFrames(b)
+	testenv.NeedBPF(b)
 	p := netns.New(b)
 	f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), xdp.WithDriverMode(), xdp.WithRxTimestamps())
-	var g *trafficgen.Generator
+	fd := startFeed(b, p)
+	receiveLoop(b, f.Socket(0), false)
+	if err := fd.Stop(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// startFeed floods p.B from p.A, from inside the kernel, on CPU 0 (a
+// circuit where the kernel refuses live frames), until Stop.
+func startFeed(b *testing.B, p *netns.Pair) *trafficgen.Feed {
+	b.Helper()
+	var fd *trafficgen.Feed
 	if err := p.A.Do(func() (err error) {
-		g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
+		fd, err = trafficgen.StartFeed(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
 		return err
 	}); err != nil {
 		b.Fatal(err)
 	}
-	defer g.Close()
-	stop := make(chan struct{})
-	fed := make(chan error, 1)
-	go func() { _, err := g.Run(stop, 0); fed <- err }()
-	receiveLoop(b, f.Socket(0), false)
-	close(stop)
-	if err := <-fed; err != nil {
-		b.Fatal(err)
-	}
+	b.Cleanup(func() { fd.Stop() })
+	return fd
 }
 
 func benchFrame() []byte {
@@ -146,26 +150,15 @@ func BenchmarkReceive(b *testing.B) {
 				name += "-busy"
 			}
 			b.Run(name, func(b *testing.B) {
-				trafficgen.NeedLiveFrames(b)
+				testenv.NeedBPF(b)
 				p := netns.New(b)
 				if m.name == "generic" {
 					setGRO(b, p.B)
 				}
 				f := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), m.opt)
-				var g *trafficgen.Generator
-				if err := p.A.Do(func() (err error) {
-					g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
-					return err
-				}); err != nil {
-					b.Fatal(err)
-				}
-				defer g.Close()
-				stop := make(chan struct{})
-				fed := make(chan error, 1)
-				go func() { _, err := g.Run(stop, 0); fed <- err }()
+				fd := startFeed(b, p)
 				receiveLoop(b, f.Socket(0), busy)
-				close(stop)
-				if err := <-fed; err != nil {
+				if err := fd.Stop(); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -252,20 +245,10 @@ func BenchmarkTransmit(b *testing.B) {
 // same interface and recycles what CompleteInto hands back: the forwarding
 // cycle on the datapath itself, fed by trafficgen, native mode.
 func BenchmarkForward(b *testing.B) {
-	trafficgen.NeedLiveFrames(b)
+	testenv.NeedBPF(b)
 	p := netns.New(b)
 	s := openFleet(b, p.B, xdp.WithFilter(filter.MatchEtherType(0x88b5)), xdp.WithNeedWakeup(), xdp.WithHostTuning(xdp.Tuning{CPUs: []int{1}}), xdp.WithDriverMode()).Socket(0)
-	var g *trafficgen.Generator
-	if err := p.A.Do(func() (err error) {
-		g, err = trafficgen.New(p.A.Link, benchFrame(), trafficgen.WithCPU(0))
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
-	stop := make(chan struct{})
-	fed := make(chan error, 1)
-	go func() { _, err := g.Run(stop, 0); fed <- err }()
+	fd := startFeed(b, p)
 	s.Fill(s.NumFreeFillSlots())
 	mem := s.UMEM()
 	addrs := make([]uint64, 0, 4096)
@@ -295,8 +278,7 @@ func BenchmarkForward(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(fwd)/time.Since(start).Seconds()/1e6, "Mpps")
-	close(stop)
-	if err := <-fed; err != nil {
+	if err := fd.Stop(); err != nil {
 		b.Fatal(err)
 	}
 }
