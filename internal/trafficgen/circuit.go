@@ -33,6 +33,11 @@ import (
 // b's program. A rate, when asked for, is kept by b's program: a frame
 // that comes round early goes round again without a copy.
 //
+// The pair is made in the namespace of the thread that calls NewCircuit,
+// named piog and six hex digits, and deleted by Close: make it in a
+// namespace of your own (a test's, an example's testbed), which takes it
+// along when it goes, also after a kill -9.
+//
 // It needs what the generator needs but live frames: root, and a target
 // that transmits XDP frames (a veth whose peer runs native XDP or has GRO
 // on). One circuit keeps one CPU busy while it runs, as a generator does,
@@ -43,7 +48,6 @@ import (
 // circuit's CPU gets what is left (with a circuit on each of two CPUs,
 // testpmd received 0.18 Mpps where it received 0.56-0.63 beside one).
 type Circuit struct {
-	target    string
 	ns        *os.File // the namespace of the thread that called NewCircuit
 	cpu       int      // -1: none
 	ends      [2]string
@@ -96,7 +100,7 @@ func NewCircuit(target string, frame []byte, opts ...Option) (c *Circuit, err er
 	var suffix [3]byte
 	_, _ = rand.Read(suffix[:])
 	id := hex.EncodeToString(suffix[:])
-	c = &Circuit{target: target, ns: ns, cpu: cfg.cpu - 1, ends: [2]string{"piog" + id + "a", "piog" + id + "b"}, frame: append([]byte(nil), frame...)}
+	c = &Circuit{ns: ns, cpu: cfg.cpu - 1, ends: [2]string{"piog" + id + "a", "piog" + id + "b"}, frame: append([]byte(nil), frame...)}
 	defer func() {
 		if err != nil {
 			c.Close()
