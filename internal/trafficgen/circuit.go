@@ -73,29 +73,15 @@ type circuitState struct {
 const circuitFrames = 512
 
 // NewCircuit builds a circuit for frame (14 to 1500 bytes) to the
-// interface named target, in the calling thread's network namespace. Only
-// WithFlows and WithCPU apply.
+// interface named target, in the calling thread's network namespace.
 func NewCircuit(target string, frame []byte, opts ...Option) (c *Circuit, err error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if len(frame) < 14 || len(frame) > 1500 {
-		return nil, fmt.Errorf("trafficgen: circuit: a %d-byte frame: need 14 to 1500 bytes", len(frame))
-	}
-	if cfg.flows > 1 && (cfg.flowOff < 0 || cfg.flowOff+2 > len(frame)) {
-		return nil, fmt.Errorf("trafficgen: circuit: flow counter at %d does not fit a %d-byte frame", cfg.flowOff, len(frame))
-	}
-	if cfg.flows > 1 {
-		cfg.flowBase = uint16(frame[cfg.flowOff])<<8 | uint16(frame[cfg.flowOff+1])
-	}
-	ti, err := net.InterfaceByName(target)
+	cfg, err := configure("trafficgen: circuit", frame, 1500, opts)
 	if err != nil {
-		return nil, fmt.Errorf("trafficgen: circuit: %w", err)
+		return nil, err
 	}
-	ns, err := os.Open("/proc/thread-self/ns/net")
+	ti, ns, err := where("trafficgen: circuit", target)
 	if err != nil {
-		return nil, fmt.Errorf("trafficgen: circuit: the current network namespace: %w", err)
+		return nil, err
 	}
 	var suffix [3]byte
 	_, _ = rand.Read(suffix[:])
