@@ -352,7 +352,10 @@ func (s *Socket) receive(max int) []Desc {
 		d := s.r.ring.get(i)
 		s.r.descs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
 		if s.stampInFrame {
-			s.stripStamp(&s.r.descs[i])
+			if !s.r.inPacket {
+				stripStamp(&s.r.descs[i])
+			}
+			s.r.inPacket = d.Options&unix.XDP_PKT_CONTD != 0
 		}
 		bytes += uint64(d.Len)
 		if pool.Checked() {
@@ -416,13 +419,11 @@ func (s *Socket) clearStamps(bases []uint64) {
 	}
 }
 
-// stripStamp moves d past the stamp a StampInFrame program wrote ahead of
-// the packet, which then sits where metadata would. Only a packet's first
-// descriptor carries one: the last seen ended a packet (no XDP_PKT_CONTD).
-func (s *Socket) stripStamp(d *Desc) {
-	first := !s.r.inPacket
-	s.r.inPacket = d.Options&unix.XDP_PKT_CONTD != 0
-	if first && d.Len >= filter.RxMetadataLen {
+// stripStamp moves d, a packet's first descriptor, past the stamp a
+// StampInFrame program wrote ahead of the packet, which then sits where
+// metadata would. (Only the first descriptor of a packet carries one.)
+func stripStamp(d *Desc) {
+	if d.Len >= filter.RxMetadataLen {
 		d.Addr += filter.RxMetadataLen
 		d.Len -= filter.RxMetadataLen
 	}
@@ -516,8 +517,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 		d := s.r.ring.get(i)
 		desc := Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
 		if start && s.stampInFrame {
-			s.r.inPacket = false
-			s.stripStamp(&desc)
+			stripStamp(&desc)
 		}
 		if start {
 			st, clock := s.stampOf(desc.Addr)

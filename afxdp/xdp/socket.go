@@ -115,8 +115,9 @@ type rxHalf struct {
 	held  [maxRxSegs]Desc // a chain whose tail has not arrived
 	nheld int
 	whole []Desc // ReceiveWhole's result
-	// inPacket: the last descriptor received had XDP_PKT_CONTD, so the
-	// next is not a packet's first (stripStamp).
+	// inPacket: the last descriptor receive took had XDP_PKT_CONTD, so
+	// the next is not a packet's first and carries no stamp in front
+	// (stripStamp). ReceiveStamped takes whole packets only.
 	inPacket bool
 
 	probed atomic.Int64 // when Poll last asked whether the device is there, since epoch

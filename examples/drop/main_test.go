@@ -63,12 +63,11 @@ var fed = `; ` + live.FedPattern()
 func TestDropOnOwnPair(t *testing.T) {
 	testenv.NeedRoot(t)
 	testenv.NeedBPF(t)
-	gro := `GRO on at \S+ so its veth takes XDP frames`
 	for _, tc := range []struct {
 		queues int
 		want   []string
 	}{
-		{1, []string{`^drop: afpacket on \S+, 1 rx queue, kernel copy \(TPACKET_V3 receive rings\), need-wakeup n/a, busy-poll n/a, stamps on \(the kernel's, always\), batch 64, worker CPU 1` + fed, gro, `taking a copy of every packet`}},
+		{1, []string{`^drop: afpacket on \S+, 1 rx queue, kernel copy \(TPACKET_V3 receive rings\), need-wakeup n/a, busy-poll n/a, stamps on \(the kernel's, always\), batch 64, worker CPU 1` + fed, `GRO on at \S+ so its veth takes XDP frames`, `taking a copy of every packet`}},
 		{2, []string{`^drop: afpacket on \S+, 2 rx queues, .*workers unpinned` + fed}},
 	} {
 		dropOn(t, options{backend: "afpacket", queues: tc.queues}, tc.want...)

@@ -221,23 +221,14 @@ func (c *Circuit) Run(stop <-chan struct{}, rate float64) error {
 		}
 		return c.inject()
 	})
-	<-stopOrNow(stop, err)
+	if err == nil {
+		<-stop
+	}
 	// Without b's program the frames reach b's stack, which drops them.
 	for i := len(links) - 1; i >= 0; i-- {
 		err = errors.Join(err, links[i].Close())
 	}
 	return err
-}
-
-// stopOrNow is stop, or a closed channel when err says there is nothing
-// to wait for.
-func stopOrNow(stop <-chan struct{}, err error) <-chan struct{} {
-	if err == nil {
-		return stop
-	}
-	done := make(chan struct{})
-	close(done)
-	return done
 }
 
 // inject sends circuitFrames copies of the frame out of a, on the calling

@@ -3,6 +3,8 @@ package trafficgen
 import (
 	"errors"
 	"sync"
+
+	"github.com/packetio/packetio"
 )
 
 // A Feed sends copies of one frame out of one interface from inside the
@@ -22,26 +24,24 @@ type Feed struct {
 // network namespace; opts are New's (NewCircuit's where it runs one).
 func StartFeed(ifname string, frame []byte, opts ...Option) (*Feed, error) {
 	f := &Feed{stop: make(chan struct{}), done: make(chan error, 1)}
-	if Probe() != nil {
-		c, err := NewCircuit(ifname, frame, opts...)
-		if err != nil {
-			return nil, err
-		}
-		f.c = c
-		go func() { f.done <- c.Run(f.stop, 0) }()
+	g, err := New(ifname, frame, opts...)
+	if err == nil {
+		f.g = g
+		go func() { _, err := g.Run(f.stop, 0); f.done <- err }()
 		return f, nil
 	}
-	g, err := New(ifname, frame, opts...)
+	if !errors.Is(err, packetio.ErrUnsupported) {
+		return nil, err
+	}
+	// New's probe found live frames refused.
+	c, err := NewCircuit(ifname, frame, opts...)
 	if err != nil {
 		return nil, err
 	}
-	f.g = g
-	go func() { _, err := g.Run(f.stop, 0); f.done <- err }()
+	f.c = c
+	go func() { f.done <- c.Run(f.stop, 0) }()
 	return f, nil
 }
-
-// Circuit reports whether the feed runs a Circuit rather than a Generator.
-func (f *Feed) Circuit() bool { return f.c != nil }
 
 // Stop ends the feed, unloads it, and returns why it ended early, if it
 // did, or why it could not be unloaded. It is idempotent.

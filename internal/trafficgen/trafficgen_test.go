@@ -11,11 +11,32 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/filter"
 	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/trafficgen"
 )
+
+// needLiveFrames stops a test that needs the generator on a kernel that
+// refuses live frames (Probe), with testenv.KernelLimit's "kernel limit"
+// skip, after checking what a caller sees of the refusal: New's error,
+// matching packetio.ErrUnsupported. On any other kernel it returns,
+// having checked testenv.NeedBPF.
+func needLiveFrames(t testing.TB) {
+	t.Helper()
+	testenv.NeedBPF(t)
+	refused := trafficgen.Probe()
+	if refused == nil {
+		return
+	}
+	_, err := trafficgen.New("lo", make([]byte, 60))
+	if !errors.Is(err, packetio.ErrUnsupported) || !errors.Is(refused, packetio.ErrUnsupported) {
+		t.Fatalf("the kernel refuses live frames (%v), and New says %v: want both to match packetio.ErrUnsupported", refused, err)
+	}
+	testenv.KernelLimit(t, "%v", err)
+}
 
 func frame() []byte {
 	b := make([]byte, 60)
@@ -28,7 +49,7 @@ func frame() []byte {
 // end of a veth arrive at an AF_XDP receiver on the other, with the flow
 // counter advancing.
 func TestGeneratorFeedsAReceiver(t *testing.T) {
-	trafficgen.NeedLiveFrames(t)
+	needLiveFrames(t)
 	p := netns.New(t)
 	var f *xdp.Fleet
 	if err := p.B.Do(func() (err error) {
@@ -120,7 +141,7 @@ func TestGeneratorRefusesBadFrames(t *testing.T) {
 // than one; every frame a call sent reaches next, and Loop ends when next
 // returns 0.
 func TestLoopOverlapsPinnedCalls(t *testing.T) {
-	trafficgen.NeedLiveFrames(t)
+	needLiveFrames(t)
 	p := netns.New(t)
 	for _, tc := range []struct {
 		name string
@@ -173,7 +194,7 @@ func TestLoopOverlapsPinnedCalls(t *testing.T) {
 // after the calls in progress, without an error, and the generator refuses
 // work afterwards.
 func TestCloseEndsALoop(t *testing.T) {
-	trafficgen.NeedLiveFrames(t)
+	needLiveFrames(t)
 	p := netns.New(t)
 	g := newGenerator(t, p, trafficgen.WithCPU(0))
 	started := make(chan struct{})
@@ -211,7 +232,7 @@ func TestCloseEndsALoop(t *testing.T) {
 // the other thread's loop ends too, and every frame the calls before it
 // sent has reached next.
 func TestLoopReportsAFailedCall(t *testing.T) {
-	trafficgen.NeedLiveFrames(t)
+	needLiveFrames(t)
 	p := netns.New(t)
 	g := newGenerator(t, p, trafficgen.WithCPU(0))
 	const per = 20000
@@ -276,7 +297,7 @@ func newGenerator(t testing.TB, p *netns.Pair, opts ...trafficgen.Option) *traff
 // waits out two RCU grace periods), in calls of 1 Mi frames; the peer
 // drops them.
 func BenchmarkLoop(b *testing.B) {
-	trafficgen.NeedLiveFrames(b)
+	needLiveFrames(b)
 	p := netns.New(b)
 	for _, bc := range []struct {
 		name string

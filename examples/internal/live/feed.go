@@ -67,7 +67,7 @@ func (f *Feeder) String() string {
 	}
 	s := fmt.Sprintf("fed by the in-kernel generator (trafficgen, XDP_TX) %s from %s", where, f.bed.Peer)
 	if err := f.src.Refused(); err != nil {
-		s = fmt.Sprintf("fed by an in-kernel circuit (trafficgen.Circuit: frames going round a veth pair of its own, a copy out each turn; this kernel refuses the generator's live frames, %s) %s from %s", Why(err), where, f.bed.Peer)
+		s = fmt.Sprintf("fed by an in-kernel circuit (trafficgen.Circuit: frames going round a veth pair of its own, a copy out each turn; this kernel refuses the generator's live frames, %s) %s from %s", why(err), where, f.bed.Peer)
 	}
 	if f.gro {
 		s += fmt.Sprintf(", GRO on at %s so its veth takes XDP frames", f.bed.Name)
@@ -114,8 +114,8 @@ func (f *Feeder) Close() error {
 	return errors.Join(f.Stop(), f.src.Close())
 }
 
-// Why is the kernel's word in err: its errno where it gave one.
-func Why(err error) string {
+// why is the kernel's word in err: its errno where it gave one.
+func why(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return errno.Error()

@@ -27,6 +27,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/internal/trafficgen"
 )
@@ -99,7 +100,6 @@ func New(ifname string, frame []byte, flows Flows, cpus []int) (*Source, error) 
 		return nil, fmt.Errorf("live: the current network namespace: %w", err)
 	}
 	s.ns = ns
-	s.refused = trafficgen.Probe()
 	for _, cpu := range s.cpus {
 		var opts []trafficgen.Option
 		if flows.N > 1 {
@@ -108,21 +108,24 @@ func New(ifname string, frame []byte, flows Flows, cpus []int) (*Source, error) 
 		if cpu >= 0 {
 			opts = append(opts, trafficgen.WithCPU(cpu))
 		}
-		if s.refused != nil {
-			c, err := trafficgen.NewCircuit(ifname, frame, opts...)
-			if err != nil {
-				s.Close()
-				return nil, fmt.Errorf("live: %w (the kernel refuses live frames: %w)", err, s.refused)
+		if s.refused == nil {
+			g, err := trafficgen.New(ifname, frame, opts...)
+			if err == nil {
+				s.gens = append(s.gens, g)
+				continue
 			}
-			s.circs = append(s.circs, c)
-			continue
+			if !errors.Is(err, packetio.ErrUnsupported) || len(s.gens) > 0 {
+				s.Close()
+				return nil, fmt.Errorf("live: %w", err)
+			}
+			s.refused = err // New's probe: live frames refused; circuits from here on
 		}
-		g, err := trafficgen.New(ifname, frame, opts...)
+		c, err := trafficgen.NewCircuit(ifname, frame, opts...)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("live: %w", err)
+			return nil, fmt.Errorf("live: %w (the kernel refuses live frames: %w)", err, s.refused)
 		}
-		s.gens = append(s.gens, g)
+		s.circs = append(s.circs, c)
 	}
 	return s, nil
 }
@@ -141,7 +144,7 @@ func (s *Source) String() string {
 		where = fmt.Sprintf("on CPU %v", s.cpus)
 	}
 	if s.refused != nil {
-		return fmt.Sprintf("%d in-kernel circuit(s) to %s (frames going round a veth pair of its own, a copy out of %s each turn: this kernel refuses live frames, %s), %s", len(s.circs), s.ifname, s.ifname, Why(s.refused), where)
+		return fmt.Sprintf("%d in-kernel circuit(s) to %s (frames going round a veth pair of its own, a copy out of %s each turn: this kernel refuses live frames, %s), %s", len(s.circs), s.ifname, s.ifname, why(s.refused), where)
 	}
 	return fmt.Sprintf("%d in-kernel generator(s) on %s (BPF_PROG_RUN live frames, XDP_TX), %s", len(s.gens), s.ifname, where)
 }
