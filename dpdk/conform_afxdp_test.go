@@ -559,3 +559,86 @@ func TestAFXDPForwardsInPlace(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAFXDPReceiveWantsABurstPosted holds every received frame until the
+// supply ring runs dry: net_af_xdp then receives nothing, though packets
+// wait in its ring, and says so in PortStats().NoBuffer and the queue's
+// supply_empty; once the held frames are recycled and posted, receive
+// resumes (dpdk/README.md, "Its receive takes a whole burst from the
+// supply or nothing").
+func TestAFXDPReceiveWantsABurstPosted(t *testing.T) {
+	d, p, err := openAFXDP(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	peer, err := openIn(t, p.B, "net_af_packet1,iface="+p.B.Link, small()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	rx, ptx := d.RxQueue(0), peer.TxQueue(0)
+	rs, _ := rx.Stats()
+	supplied := int(rs.Backend["outstanding"]) // Open posted every receive frame
+	send := func(n int) {
+		t.Helper()
+		for sent := 0; sent < n; {
+			k, err := ptx.SendFunc(min(32, n-sent), func(i int, f []byte) int { return afxdpFrame(f, 0x01, uint32(sent+i), 60) })
+			if err != nil {
+				t.Fatalf("peer SendFunc: %v", err)
+			}
+			if k == 0 {
+				ptx.Complete(1 << 20)
+				time.Sleep(100 * time.Microsecond)
+			}
+			sent += k
+		}
+		ptx.Complete(1 << 20)
+	}
+	// drain receives (and holds) until a burst of looks finds nothing.
+	var held []packetio.Desc
+	drain := func() int {
+		got := 0
+		for idle := 0; idle < 50; idle++ {
+			if n, _ := rx.Poll(time.Millisecond); n > 0 {
+				descs := rx.Receive(256)
+				held = append(held, descs...)
+				got += len(descs)
+				idle = 0
+			}
+		}
+		return got
+	}
+
+	// More than the supply holds beyond what the driver posted at setup.
+	for sent := 0; sent < supplied; sent += 256 {
+		send(256)
+		drain()
+	}
+	stalledAt := len(held)
+	ps, err := d.PortStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, _ = rx.Stats()
+	t.Logf("received and held %d of %d sent; port NoBuffer %d, supply_empty %d, outstanding %d", stalledAt, supplied, ps.NoBuffer, rs.Backend["supply_empty"], rs.Backend["outstanding"])
+	if stalledAt >= supplied || ps.NoBuffer == 0 || rs.Backend["supply_empty"] == 0 {
+		t.Fatalf("held %d of %d frames the driver was given, NoBuffer %d, supply_empty %d: want a stall below the supply, counted in both", stalledAt, supplied, ps.NoBuffer, rs.Backend["supply_empty"])
+	}
+	if got := drain(); got != 0 {
+		t.Fatalf("received %d more with the supply empty", got)
+	}
+
+	rx.Recycle(held)
+	held = held[:0]
+	if n := rx.Fill(rx.NumFreeFillSlots()); n < 256 {
+		t.Fatalf("posted %d frames back, want at least a burst", n)
+	}
+	if got := drain(); got == 0 {
+		t.Fatal("nothing received after the held frames were posted back")
+	}
+	rx.Recycle(held)
+	if err := rx.Err(); err != nil {
+		t.Error(err)
+	}
+}
