@@ -18,15 +18,19 @@ const testRegionVA = 0x7f0000000000
 //     32), so a small batch never comes back by itself;
 //   - a freed mbuf goes to the returned ring of the pool written in the
 //     mbuf, as rte_pktmbuf_free does;
-//   - receive takes buffers from the supply in all-or-nothing bulks.
+//   - receive takes buffers from the supply in all-or-nothing bulks, or
+//     with refillFirst, as net_af_xdp does, a buffer for every packet it
+//     is about to deliver, all before it delivers any, and nothing when the
+//     supply cannot give them all.
 type fakePMD struct {
-	t          testing.TB
-	r          mbufs
-	returned   map[uint64]*Ring
-	supply     *Ring
-	accept     int // most a TxBurst takes; 0 = no limit
-	compThresh int
-	bulk       int
+	t           testing.TB
+	r           mbufs
+	returned    map[uint64]*Ring
+	supply      *Ring
+	accept      int // most a TxBurst takes; 0 = no limit
+	compThresh  int
+	bulk        int
+	refillFirst bool
 
 	pending  []uint64 // transmitted, not completed
 	wire     [][]byte // what went out, when keepWire
@@ -90,6 +94,14 @@ func (f *fakePMD) RxBurst(out []uint64) int {
 		out[0], f.foreign = f.foreign, 0
 		return 1
 	}
+	if f.refillFirst {
+		k := min(len(out), len(f.incoming))
+		if k > 0 && !f.supply.PopBulk(f.refill(k)) {
+			f.noBuf++
+			return 0
+		}
+		f.cache = f.cacheBuf[:k]
+	}
 	n := 0
 	for n < len(out) && len(f.incoming) > 0 {
 		if len(f.cache) == 0 {
@@ -118,6 +130,14 @@ func (f *fakePMD) RxBurst(out []uint64) int {
 		n++
 	}
 	return n
+}
+
+// refill returns the fake's buffer for k supply entries.
+func (f *fakePMD) refill(k int) []uint64 {
+	if cap(f.cacheBuf) < k {
+		f.cacheBuf = make([]uint64, k)
+	}
+	return f.cacheBuf[:k]
 }
 
 // rig is a region with mbufs initialised, as rte_pktmbuf_init leaves them.

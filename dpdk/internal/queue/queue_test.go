@@ -262,6 +262,31 @@ func TestSupplyIsAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestReceiveAsksForNoMoreThanTheSupplyHolds: with a driver that refills
+// before it delivers (net_af_xdp), a supply shorter than the packets waiting
+// still delivers as many packets as it holds, and a dry one delivers none
+// and is counted by the driver.
+func TestReceiveAsksForNoMoreThanTheSupplyHolds(t *testing.T) {
+	g := newRig(t, 64)
+	q := g.rx(64, 64)
+	g.pmd.refillFirst = true
+	for range 10 {
+		g.pmd.incoming = append(g.pmd.incoming, make([]byte, 60))
+	}
+	for _, step := range []struct {
+		fill, want, noBuf int
+	}{
+		{3, 3, 0},  // 3 posted, 10 waiting: the 3
+		{0, 0, 1},  // none posted: nothing, and the driver counts it
+		{16, 7, 1}, // plenty: the 7 left
+	} {
+		q.Fill(step.fill)
+		if d := q.Receive(8); len(d) != step.want || g.pmd.noBuf != step.noBuf {
+			t.Fatalf("%d more posted: received %d (noBuf %d), want %d (noBuf %d)", step.fill, len(d), g.pmd.noBuf, step.want, step.noBuf)
+		}
+	}
+}
+
 func TestFillGivesBackWhatTheSupplyRefuses(t *testing.T) {
 	g := newRig(t, 64)
 	q := g.rx(64, 8)
