@@ -69,6 +69,24 @@ func openAFXDP(t *testing.T, opts ...Option) (*Device, *netns.Pair, error) {
 	return d, p, err
 }
 
+// openAFXDPWithPeer opens net_af_xdp on a fresh veth pair's A end and a
+// net_af_packet port (small(), then peerOpts) on its B end as the peer, and
+// closes both, the peer first, when the test ends.
+func openAFXDPWithPeer(t *testing.T, peerOpts ...Option) (d, peer *Device) {
+	t.Helper()
+	d, p, err := openAFXDP(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	peer, err = openIn(t, p.B, "net_af_packet1,iface="+p.B.Link, append(small(), peerOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return d, peer
+}
+
 // TestConformAFXDP runs the contract on net_af_xdp over a veth pair, with a
 // net_af_packet port at the far end (in its own namespace) as the peer:
 // frames the peer sends arrive byte for byte, and frames forwarded in
@@ -290,16 +308,7 @@ func afxdpFrameIntact(b []byte) (src byte, ok bool) {
 // transmitting thread: every received frame must still arrive intact, and
 // every frame of both pools must come home exactly once.
 func TestAFXDPTransmitWhileReceiving(t *testing.T) {
-	d, p, err := openAFXDP(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	peer, err := openIn(t, p.B, "net_af_packet1,iface="+p.B.Link, append(small(), WithRxQueues(0))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	d, peer := openAFXDPWithPeer(t, WithRxQueues(0))
 	tx, rx := d.TxQueue(0), d.RxQueue(0)
 	txStart := tx.NumFreeFrames()
 	rs, _ := rx.Stats()
@@ -407,16 +416,7 @@ func TestAFXDPTransmitWhileReceiving(t *testing.T) {
 // driver into a buffer of the receive queue's pool) reaches the far end of
 // the veth byte for byte, at every size up to a 1500-byte MTU's frame.
 func TestAFXDPTransmitArrivesIntact(t *testing.T) {
-	d, p, err := openAFXDP(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	peer, err := openIn(t, p.B, "net_af_packet1,iface="+p.B.Link, small()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	d, peer := openAFXDPWithPeer(t)
 	prx := peer.RxQueue(0)
 	prx.Fill(prx.NumFreeFillSlots())
 	sizes := []int{60, 64, 65, 128, 511, 1000, 1472, 1473, 1500, 1514}
@@ -469,16 +469,7 @@ func TestAFXDPTransmitArrivesIntact(t *testing.T) {
 // they arrive at the peer byte for byte, Reclaim hands every one back, and
 // both pools end as they began.
 func TestAFXDPForwardsInPlace(t *testing.T) {
-	d, p, err := openAFXDP(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	peer, err := openIn(t, p.B, "net_af_packet1,iface="+p.B.Link, small()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	d, peer := openAFXDPWithPeer(t)
 	tx, rx := d.TxQueue(0), d.RxQueue(0)
 	ptx, prx := peer.TxQueue(0), peer.RxQueue(0)
 	txStart := tx.NumFreeFrames()
@@ -569,16 +560,7 @@ func TestAFXDPForwardsInPlace(t *testing.T) {
 // supply holds; asking for a burst received none); with the rest posted,
 // the rest (dpdk/README.md, "Its receive allocates before it delivers").
 func TestAFXDPReceiveWithLittlePosted(t *testing.T) {
-	d, p, err := openAFXDP(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	peer, err := openIn(t, p.B, "net_af_packet1,iface="+p.B.Link, small()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	d, peer := openAFXDPWithPeer(t)
 	rx, ptx := d.RxQueue(0), peer.TxQueue(0)
 	rs, _ := rx.Stats()
 	supplied := int(rs.Backend["outstanding"]) // Open posted every receive frame
