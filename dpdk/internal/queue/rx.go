@@ -152,8 +152,8 @@ func (q *Rx) Ready() int {
 
 // pull asks the driver for up to n packets, and for no more than the
 // supply holds: a driver takes a buffer from the supply for every packet it
-// hands out, and net_af_xdp takes a whole burst's worth before it hands out
-// any, so asking for more than the supply holds would receive nothing while
+// hands out, and net_af_xdp takes them all before it hands out any, so
+// asking it for more than the supply holds would receive nothing while
 // packets wait. With the supply dry it asks anyway: the allocation that
 // fails is what supply_empty (and the port's NoBuffer) count.
 func (q *Rx) pull(n int) []uint64 {
