@@ -75,11 +75,7 @@ const circuitFrames = 512
 // NewCircuit builds a circuit for frame (14 to 1500 bytes) to the
 // interface named target, in the calling thread's network namespace.
 func NewCircuit(target string, frame []byte, opts ...Option) (c *Circuit, err error) {
-	cfg, err := configure("trafficgen: circuit", frame, 1500, opts)
-	if err != nil {
-		return nil, err
-	}
-	ti, ns, err := where("trafficgen: circuit", target)
+	cfg, ti, ns, err := prepare("trafficgen: circuit", target, frame, 1500, opts)
 	if err != nil {
 		return nil, err
 	}

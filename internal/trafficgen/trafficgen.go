@@ -125,11 +125,7 @@ func WithCPU(cpu int) Option { return func(c *config) { c.cpu = cpu + 1 } }
 // 3500 bytes) on the interface named ifname, in the calling thread's network
 // namespace.
 func New(ifname string, frame []byte, opts ...Option) (g *Generator, err error) {
-	c, err := configure("trafficgen", frame, 3500, opts)
-	if err != nil {
-		return nil, err
-	}
-	ifi, ns, err := where("trafficgen", ifname)
+	c, ifi, ns, err := prepare("trafficgen", ifname, frame, 3500, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -155,37 +151,31 @@ func New(ifname string, frame []byte, opts ...Option) (g *Generator, err error) 
 	return &Generator{prog: prog, ifindex: ifi.Index, ifname: ifname, frame: append([]byte(nil), frame...), netns: ns, cpu: c.cpu - 1}, nil
 }
 
-// configure applies opts and checks frame against them: 14 to maxLen
-// bytes, with room for the flow counter. what begins the errors.
-func configure(what string, frame []byte, maxLen int, opts []Option) (config, error) {
-	var c config
+// prepare is what New and NewCircuit do first: apply opts and check frame
+// against them (14 to maxLen bytes, with room for the flow counter), find
+// the interface named ifname and open the calling thread's network
+// namespace, where it is. what begins the errors; the caller closes the
+// namespace.
+func prepare(what, ifname string, frame []byte, maxLen int, opts []Option) (c config, ifi *net.Interface, ns *os.File, err error) {
 	for _, o := range opts {
 		o(&c)
 	}
 	if len(frame) < 14 || len(frame) > maxLen {
-		return c, fmt.Errorf("%s: a %d-byte frame: need 14 to %d bytes", what, len(frame), maxLen)
+		return c, nil, nil, fmt.Errorf("%s: a %d-byte frame: need 14 to %d bytes", what, len(frame), maxLen)
 	}
 	if c.flows > 1 {
 		if c.flowOff < 0 || c.flowOff+2 > len(frame) {
-			return c, fmt.Errorf("%s: flow counter at %d does not fit a %d-byte frame", what, c.flowOff, len(frame))
+			return c, nil, nil, fmt.Errorf("%s: flow counter at %d does not fit a %d-byte frame", what, c.flowOff, len(frame))
 		}
 		c.flowBase = uint16(frame[c.flowOff])<<8 | uint16(frame[c.flowOff+1])
 	}
-	return c, nil
-}
-
-// where finds the interface named ifname and opens the calling thread's
-// network namespace, where it is. what begins the errors.
-func where(what, ifname string) (*net.Interface, *os.File, error) {
-	ifi, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	if ifi, err = net.InterfaceByName(ifname); err != nil {
+		return c, nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	ns, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: the current network namespace: %w", what, err)
+	if ns, err = os.Open("/proc/thread-self/ns/net"); err != nil {
+		return c, nil, nil, fmt.Errorf("%s: the current network namespace: %w", what, err)
 	}
-	return ifi, ns, nil
+	return c, ifi, ns, nil
 }
 
 // Probe reports whether the kernel runs XDP programs on live frames: nil,
