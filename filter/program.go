@@ -382,10 +382,12 @@ func redirect(loadMap asm.Instruction, orElse int32) asm.Instructions {
 // RxMetadataLen bytes in front (bpf_xdp_adjust_head), which take the
 // stamp and clock, and is redirected, aborted should the socket have gone
 // since the look (the kernel must not get it with the stamp in front). A
-// packet whose queue has no socket takes the plain redirect at
-// labelDeliver, which hands it to the kernel as it came; so does one whose
-// headroom cannot grow (no driver gives less than XDP_PACKET_HEADROOM),
-// since the socket would read its first bytes as a stamp.
+// packet whose queue has no socket goes to the kernel as it came
+// (XDP_PASS), and so does one whose headroom cannot grow (no driver gives
+// less than XDP_PACKET_HEADROOM). Neither is redirected: a socket bound
+// between the look and a redirect would take the packet unstamped and
+// read its first bytes as the stamp, so the one redirect is the one
+// after the stamp is written.
 func stampInFrame(pc Program) asm.Instructions {
 	insns := asm.Instructions{
 		asm.StoreMem(asm.R10, stackTmp, QueueRegister, asm.Word).WithSymbol("stamp_have"),
@@ -393,7 +395,7 @@ func stampInFrame(pc Program) asm.Instructions {
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, stackTmp),
 		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, labelDeliver),
+		asm.JEq.Imm(asm.R0, 0, "stamp_pass"),
 		asm.LoadMem(asm.R1, asm.R10, stackCtx, asm.DWord),
 		asm.Mov.Imm(asm.R2, -RxMetadataLen),
 		asm.FnXdpAdjustHead.Call(),
@@ -410,13 +412,12 @@ func stampInFrame(pc Program) asm.Instructions {
 		asm.StoreMem(asm.R2, 8, asm.R7, asm.DWord),
 	}
 	insns = append(insns, redirect(xskMap(pc), actAborted)...)
-	insns = append(insns,
+	return append(insns,
 		asm.Mov.Imm(asm.R0, actAborted).WithSymbol("stamp_abort"),
 		asm.Return(),
 		asm.Mov.Imm(asm.R0, actPass).WithSymbol("stamp_pass"),
 		asm.Return(),
 	)
-	return append(insns, redirect(xskMap(pc).WithSymbol(labelDeliver), actPass)...)
 }
 
 // storeImm64 is *(u64 *)(dst + off) = imm, sign-extended: the kernel's

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/packetio/packetio/internal/testenv"
@@ -44,6 +45,33 @@ func TestStampInFrameNoSocket(t *testing.T) {
 		}
 		if !bytes.Equal(out[:len(frame)], frame) || bytes.Count(out[len(frame):], []byte{0}) != 64 {
 			t.Errorf("the kernel gets % x, want the frame as it came, % x", out, frame)
+		}
+	}
+}
+
+// TestStampInFrameRedirectsOnlyStamped: a StampInFrame program has one
+// redirect, after the stamp is written, whatever the stamp's clock. A
+// second, for a queue found without a socket, would hand a socket bound
+// between the look and the redirect a packet without a stamp, whose
+// first bytes it would then strip as one.
+func TestStampInFrameRedirectsOnlyStamped(t *testing.T) {
+	for _, stamp := range []Stamp{StampMonotonic, StampDevice} {
+		pc := Program{Matches: []Match{MatchUDPPort(9)}, Stamp: stamp, StampInFrame: true, Kfuncs: Kfuncs{Timestamp: 1}}
+		insns, err := pc.Instructions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var redirects, stampStores []int
+		for i, ins := range insns {
+			switch {
+			case ins.IsBuiltinCall() && ins.Constant == int64(asm.FnRedirectMap):
+				redirects = append(redirects, i)
+			case ins.OpCode.Class().IsStore() && ins.Src == asm.R9:
+				stampStores = append(stampStores, i)
+			}
+		}
+		if len(redirects) != 1 || len(stampStores) != 1 || redirects[0] < stampStores[0] {
+			t.Errorf("stamp %v: redirects at %v, the stamp stored at %v; want one redirect, after the one store\n%v", stamp, redirects, stampStores, insns)
 		}
 	}
 }
