@@ -122,13 +122,13 @@ func WithTransmitOnly() Option {
 func WithTxChecksumOffload() Option { return func(c *config) { c.txCsum = true } }
 
 // WithTimestamps stamps every packet on arrival: the XDP program writes
-// the stamp into the metadata area in front of the packet (see "Receive
-// timestamps" in the package documentation), receive queues implement
-// ReceiveTimestamps and Capabilities().RxTimestamps is true. Without it
-// the program does less per packet, in softirq where the kernel's half of
-// AF_XDP runs (about 17% of receive rate on a veth, measured by
-// BenchmarkReceiveStamped against BenchmarkReceive), and ReceiveTimestamps
-// returns nil.
+// the stamp into the frame in front of the packet, where the receive
+// queue reads it and moves the packet's descriptor past it (see the
+// package documentation), receive queues implement ReceiveTimestamps and
+// Capabilities().RxTimestamps is true. Without it the program does less
+// per packet, in softirq where the kernel's half of AF_XDP runs (a third
+// of the receive rate on a veth fed flat out, BenchmarkReceiveStamped
+// against BenchmarkReceive), and ReceiveTimestamps returns nil.
 func WithTimestamps() Option { return func(c *config) { c.stamps = true } }
 
 // WithBusyPoll makes every socket busy-poll its queue's NAPI context from

@@ -203,17 +203,14 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 	if err := f.tuneBeforeAttach(c, nq); err != nil {
 		return nil, err
 	}
-	if c.stamps && f.user == nil && !c.stampInFrame {
-		if err := filter.ProbeAdjustMeta(); err != nil {
-			c.stampInFrame = true
-			f.info.Decisions = append(f.info.Decisions, "arrival stamps written into the frame ahead of the packet (bpf_xdp_adjust_head) and stripped on receive: this kernel refuses bpf_xdp_adjust_meta ("+err.Error()+")")
-		}
-	}
 	var tried []string
 	for _, grp := range modeGroups(c.mode, feat.zeroCopyPossible()) {
 		pc := filter.Program{Matches: c.matches, Except: except, Frags: c.multiBuf, Verdict: filter.VerdictRedirect, Kfuncs: kf}
 		if c.stamps {
-			pc.Stamp, pc.StampInFrame = filter.StampMonotonic, c.stampInFrame
+			// In the frame rather than the metadata area: every
+			// driver and kernel takes it, and it receives 1.3-1.4
+			// times as fast on a veth (afxdp README).
+			pc.Stamp, pc.StampInFrame = filter.StampMonotonic, true
 		}
 		devBound := grp.native && kfErr == nil
 		// veth's timestamp kfunc hands back the skb's hardware stamp,

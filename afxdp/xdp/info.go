@@ -153,7 +153,7 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 		in.Timestamps = "the driver's hardware clock (bpf_xdp_metadata_rx_timestamp) where it gives one, else CLOCK_MONOTONIC at the XDP hook; counted per clock in Stats"
 	}
 	if pc.StampInFrame {
-		in.Timestamps += "; written into the frame ahead of the packet and stripped on receive, not into its metadata"
+		in.Timestamps += "; written into the frame ahead of the packet and stripped on receive"
 	}
 	if filter.NeedsVLAN(pc.Matches, pc.Except) {
 		if pc.VLANKfunc {

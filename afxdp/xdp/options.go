@@ -102,11 +102,6 @@ type config struct {
 	multiBuf   bool
 	stamps     bool
 	txMeta     bool
-	// stampInFrame: the program writes the stamp into the frame ahead of
-	// the packet (filter.Program.StampInFrame), and the sockets strip it.
-	// Open sets it where the kernel refuses bpf_xdp_adjust_meta; a test
-	// sets it to run that path on any kernel.
-	stampInFrame bool
 
 	shared    bool
 	sharePref bool // share where the kernel lets us, else one UMEM per socket
@@ -260,8 +255,10 @@ func WithMultiBuffer() Option { return func(c *config) { c.multiBuf = true } }
 // WithRxTimestamps makes the program stamp every frame it redirects: the
 // driver's hardware stamp where the kfunc bpf_xdp_metadata_rx_timestamp
 // returns one (native mode), else bpf_ktime_get_ns (CLOCK_MONOTONIC) at the
-// XDP hook, written into the metadata area in front of the packet. Read them
-// with ReceiveTimestamps.
+// XDP hook, written into the frame in front of the packet (16 bytes grown
+// with bpf_xdp_adjust_head), which the socket moves each received
+// descriptor past. Read them with ReceiveTimestamps, ReceiveStamped or
+// Stamp. A frame then holds 16 bytes less of packet (MaxPacket).
 func WithRxTimestamps() Option { return func(c *config) { c.stamps = true } }
 
 // WithTxMetadata reserves TxMetadataLen bytes of struct xsk_tx_metadata in

@@ -36,9 +36,6 @@ func (s *Socket) Fill(n int) int {
 		return 0
 	}
 	s.r.addrs = s.r.pool.PopFill(int(k), s.r.addrs[:0])
-	if s.stamps {
-		s.clearStamps(s.r.addrs)
-	}
 	for i, a := range s.r.addrs {
 		s.r.fill.put(uint32(i), a)
 	}
@@ -351,7 +348,7 @@ func (s *Socket) receive(max int) []Desc {
 	for i := range n {
 		d := s.r.ring.get(i)
 		s.r.descs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
-		if s.stampInFrame {
+		if s.stamps {
 			if !s.r.inPacket {
 				stripStamp(&s.r.descs[i])
 			}
@@ -372,10 +369,11 @@ func (s *Socket) receive(max int) []Desc {
 }
 
 // ReceiveTimestamps is Receive plus each packet's arrival stamp, read from
-// the metadata the program wrote in front of it (WithRxTimestamps). Both
+// the bytes the program wrote in front of it (WithRxTimestamps). Both
 // slices belong to the socket and are reused by the next receive call. A
-// zero stamp means the frame arrived unstamped: the driver offers no
-// metadata area (counted in Stats().Unstamped).
+// zero stamp means the frame arrived unstamped, counted in
+// Stats().Unstamped: packetio's program hands a socket no packet it did
+// not stamp, so a count there is a fault.
 func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 	if max <= 0 || s.r.ring.ents == nil || !s.enterRx() {
 		return nil, nil
@@ -404,24 +402,10 @@ func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 	return descs, s.r.stamp
 }
 
-// clearStamps zeroes the metadata slot in front of where the kernel will
-// put the packet of each frame (base + RxHeadroom), before the frames go
-// to the kernel: a packet the program could not stamp (the driver refused
-// the metadata) then reads as unstamped, never as the stamp the frame's
-// last packet carried, or as transmit metadata left there.
-func (s *Socket) clearStamps(bases []uint64) {
-	mem := s.umem.mem
-	for _, b := range bases {
-		at := b + RxHeadroom - filter.RxMetadataLen
-		if at+filter.RxMetadataLen <= uint64(len(mem)) {
-			clear(mem[at : at+filter.RxMetadataLen])
-		}
-	}
-}
-
-// stripStamp moves d, a packet's first descriptor, past the stamp a
-// StampInFrame program wrote ahead of the packet, which then sits where
-// metadata would. (Only the first descriptor of a packet carries one.)
+// stripStamp moves d, a packet's first descriptor, past the stamp the
+// program wrote into the frame ahead of the packet (filter's
+// StampInFrame), which stampOf then reads in front of it. (Only the first
+// descriptor of a packet carries one.)
 func stripStamp(d *Desc) {
 	if d.Len >= filter.RxMetadataLen {
 		d.Addr += filter.RxMetadataLen
@@ -429,8 +413,8 @@ func stripStamp(d *Desc) {
 	}
 }
 
-// stampOf reads the metadata in front of a received frame: the stamp and
-// its clock, or zeros when the program did not stamp or there is no room.
+// stampOf reads the RxMetadataLen bytes in front of a received packet: the
+// stamp and its clock, or zeros without stamps or when there is no room.
 func (s *Socket) stampOf(addr uint64) (uint64, uint32) {
 	if !s.stamps || addr&s.umem.mask < filter.RxMetadataLen || addr >= uint64(len(s.umem.mem)) {
 		return 0, 0
@@ -440,8 +424,8 @@ func (s *Socket) stampOf(addr uint64) (uint64, uint32) {
 }
 
 // Stamp returns the arrival stamp and clock (filter.ClockDevice or
-// filter.ClockMonotonic) of a descriptor Receive returned, from the metadata in
-// front of it; zeros without WithRxTimestamps or when it arrived unstamped.
+// filter.ClockMonotonic) of a descriptor Receive returned, from the bytes in
+// front of it; zeros without WithRxTimestamps.
 func (s *Socket) Stamp(d Desc) (uint64, int) {
 	if !s.enterRx() {
 		return 0, 0
@@ -498,8 +482,8 @@ func (s *Socket) ReceiveWhole(max int) []Desc {
 // ReceiveStamped is ReceiveTimestamps that takes only stamped packets: it
 // stops before the first packet that arrived without a stamp and leaves it
 // on the ring, and reports unstamped true when that packet is the first
-// one, so the caller learns the device cannot stamp without losing a packet
-// (Receive still takes it). With WithMultiBuffer the stamp of a chain's
+// one, so the caller learns of it without losing a packet (Receive still
+// takes it). packetio's program stamps every packet it hands a socket. With WithMultiBuffer the stamp of a chain's
 // first descriptor is given to all of its descriptors, and only whole
 // chains are taken.
 func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamped bool) {
@@ -516,7 +500,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 	for i := range avail {
 		d := s.r.ring.get(i)
 		desc := Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
-		if start && s.stampInFrame {
+		if start && s.stamps {
 			stripStamp(&desc)
 		}
 		if start {

@@ -64,8 +64,7 @@ type Socket struct {
 	needWakeup     bool
 	zeroCopy       bool
 	multiBuffer    bool
-	stamps         bool
-	stampInFrame   bool          // the stamp leads the packet in the frame: receive strips it
+	stamps         bool          // the stamp leads the packet in the frame: receive strips it
 	spin           time.Duration // how long Poll spins before it sleeps; 0 never
 	txMeta         bool
 	reuseRx        bool
@@ -221,7 +220,7 @@ func openSocket(sp socketSpec) (*Socket, error) {
 	g, c := sp.geo, sp.cfg
 	s := &Socket{fd: -1, efd: -1, ifindex: sp.ifindex, ifname: ifaceName(sp.ifindex), queue: sp.queue, frameSize: g.frameSize,
 		first: sp.first, count: g.numFrames, txHeadroom: uint64(g.txHeadroom),
-		multiBuffer: c.multiBuf, stamps: c.stamps, stampInFrame: c.stamps && c.stampInFrame, spin: c.spinTime(), txMeta: c.txMeta, reuseRx: c.reuseRx,
+		multiBuffer: c.multiBuf, stamps: c.stamps, spin: c.spinTime(), txMeta: c.txMeta, reuseRx: c.reuseRx,
 		onForeign: c.onForeign, bindFlags: sp.bindFlags, shared: sp.shareFD >= 0, pinCPU: -1, pins: new(threadPins)}
 	s.maxTxLen = linkMaxTxLen(sp.ifindex, g.frameSize)
 	s.epoch = time.Now()

@@ -55,7 +55,8 @@ type Stats struct {
 	// socket and had no WithOnForeignComplete to go to.
 	Foreign uint64
 	// StampsDevice and StampsMonotonic count stamps by clock; Unstamped
-	// frames that arrived without one (the driver has no metadata area).
+	// frames that arrived without one, which packetio's program never
+	// sends a socket: a count there is a fault.
 	StampsDevice, StampsMonotonic, Unstamped uint64
 	// SendRequested and SendAllocated are what SendFunc was asked for and
 	// what it got frames for; InflightHigh the most frames the kernel

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -744,57 +743,4 @@ func childHoldsFleet() {
 	time.Sleep(time.Minute)
 	f.Close()
 	os.Exit(0)
-}
-
-// TestFillClearsStamps: with arrival stamps on, every frame handed to the
-// kernel has a zero metadata slot in front of where its packet will land,
-// so a packet the program could not stamp reads as unstamped rather than
-// as the stamp its frame's previous packet carried; the program's own
-// stamps still arrive.
-func TestFillClearsStamps(t *testing.T) {
-	p := vethPair(t)
-	f := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithRxTimestamps(), WithNumFrames(64))
-	s := f.Socket(0)
-	mem := s.UMEM()
-	slot := func(base int) []byte { return mem[base+RxHeadroom-filter.RxMetadataLen : base+RxHeadroom] }
-	count := func(b byte) (n int) {
-		for base := 0; base+RxHeadroom <= len(mem); base += s.FrameSize() {
-			if slices.Equal(slot(base), bytes.Repeat([]byte{b}, filter.RxMetadataLen)) {
-				n++
-			}
-		}
-		return n
-	}
-	// Whatever the frames held before: a stamp, transmit metadata.
-	frames := 0
-	for base := 0; base+RxHeadroom <= len(mem); base += s.FrameSize() {
-		copy(slot(base), bytes.Repeat([]byte{0xa5}, filter.RxMetadataLen))
-		frames++
-	}
-	tx := newRawSender(t, p.A)
-	buf := make([]byte, 128)
-	const n = 8
-	for i := range n {
-		tx.send(t, testFrame(buf, uint32(i), 64))
-	}
-	var stamps []uint64
-	for deadline := time.Now().Add(3 * time.Second); len(stamps) < n && time.Now().Before(deadline); {
-		if _, err := s.Poll(10 * time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		descs, st, _ := s.ReceiveStamped(64)
-		stamps = append(stamps, st...)
-		s.Recycle(descs)
-	}
-	if len(stamps) != n || slices.Contains(stamps, 0) {
-		t.Fatalf("stamps %v, want %d non-zero", stamps, n)
-	}
-	// The n frames went back to the kernel with their slots cleared; the
-	// others were never touched.
-	if refilled := s.Fill(s.NumFreeFillSlots()); refilled != n {
-		t.Fatalf("refilled %d frames, want %d", refilled, n)
-	}
-	if zero, stale := count(0), count(0xa5); zero != n || stale != frames-n {
-		t.Errorf("%d cleared and %d untouched metadata slots, want %d and %d", zero, stale, n, frames-n)
-	}
 }
