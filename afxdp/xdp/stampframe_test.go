@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/netns"
 )
 
 // TestStampInFrame receives stamped frames, by each of the two stamped
@@ -88,4 +89,73 @@ func monotonicNS(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	return uint64(ts.Nano())
+}
+
+// TestStampInFrameMultiBuffer: 8000-byte frames arrive on a 9000-byte MTU
+// pair as chains, stamped: only a chain's first descriptor gives up the
+// stamp's 16 bytes, every chain is the frame as sent, byte for byte, and
+// ReceiveStamped gives each of a chain's descriptors its stamp, one
+// CLOCK_MONOTONIC time between the send and the receive.
+func TestStampInFrameMultiBuffer(t *testing.T) {
+	p := vethPair(t, netns.WithMTU(9000))
+	a := openIn(t, p.A, WithFilter(filter.MatchNone()), WithMultiBuffer()).Socket(0)
+	b := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithMultiBuffer(), WithRxTimestamps()).Socket(0)
+	var sent [][]byte
+	for i := range 8 {
+		sent = append(sent, testFrame(make([]byte, 8000), uint32(i), 7000+125*i))
+	}
+	b.Fill(b.NumFreeFillSlots())
+	before := monotonicNS(t)
+	for n, try := 0, 0; n < len(sent); try++ {
+		if try == 100 {
+			t.Fatalf("sent %d of %d frames", n, len(sent))
+		}
+		k, err := a.SendBatch(sent[n:])
+		if err != nil {
+			t.Fatalf("SendBatch: %v", err)
+		}
+		n += k
+	}
+	got := 0
+	buf := make([]byte, 9000)
+	for deadline := time.Now().Add(3 * time.Second); got < len(sent) && time.Now().Before(deadline); {
+		if _, err := b.Poll(10 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		descs, stamps, _ := b.ReceiveStamped(256)
+		after := monotonicNS(t)
+		start := 0
+		for i, d := range descs {
+			if stamps[i] != stamps[start] || stamps[i] < before || stamps[i] > after {
+				t.Errorf("frame %d, descriptor %d: stamp %d (the chain's first %d), want the first's, in [%d, %d]", got, i-start, stamps[i], stamps[start], before, after)
+			}
+			if d.Options&unix.XDP_PKT_CONTD != 0 {
+				continue
+			}
+			chain := Packet(descs[start : i+1])
+			if len(chain) < 2 {
+				t.Errorf("frame %d: %d bytes in one descriptor, want a chain", got, chain.Len())
+			}
+			if got >= len(sent) {
+				t.Fatalf("more than %d frames", len(sent))
+			}
+			if n := b.CopyOut(chain, buf); !bytes.Equal(buf[:n], sent[got]) {
+				t.Errorf("frame %d: %d bytes, not the %d sent", got, n, len(sent[got]))
+			}
+			if st, clock := b.Stamp(chain[0]); st != stamps[start] || clock != filter.ClockMonotonic {
+				t.Errorf("frame %d: Stamp %d (clock %d), want %d, CLOCK_MONOTONIC", got, st, clock, stamps[start])
+			}
+			got++
+			start = i + 1
+		}
+		if start != len(descs) {
+			t.Errorf("ReceiveStamped returned a chain without its end: %d of %d descriptors in whole frames", start, len(descs))
+		}
+		b.Recycle(descs)
+		b.Fill(b.NumFreeFillSlots())
+	}
+	if got != len(sent) {
+		st, _ := b.Stats()
+		t.Fatalf("received %d of %d frames (%+v)", got, len(sent), st)
+	}
 }
