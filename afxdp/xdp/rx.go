@@ -369,9 +369,10 @@ func (s *Socket) receive(max int) []Desc {
 }
 
 // ReceiveTimestamps is Receive plus each packet's arrival stamp, read from
-// the bytes the program wrote in front of it (WithRxTimestamps). Both
+// the bytes the program wrote in front of it (WithRxTimestamps): with
+// WithMultiBuffer every descriptor of a chain has its first's. Both
 // slices belong to the socket and are reused by the next receive call. A
-// zero stamp means the frame arrived unstamped, counted in
+// zero stamp means the packet arrived unstamped, counted in
 // Stats().Unstamped: packetio's program hands a socket no packet it did
 // not stamp, so a count there is a fault.
 func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
@@ -379,20 +380,25 @@ func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 		return nil, nil
 	}
 	defer s.exitRx()
+	inside := s.r.inPacket // the first descriptor continues a packet
 	descs := s.receive(max)
 	s.r.stamp = s.r.stamp[:len(descs)]
 	var dev, mono, none uint64
 	for i, d := range descs {
-		st, clock := s.stampOf(d.Addr)
-		s.r.stamp[i] = st
-		switch {
-		case st == 0:
-			none++
-		case clock == filter.ClockDevice:
-			dev++
-		default:
-			mono++
+		if !inside {
+			st, clock := s.stampOf(d.Addr)
+			s.r.chainStamp = st
+			switch {
+			case st == 0:
+				none++
+			case clock == filter.ClockDevice:
+				dev++
+			default:
+				mono++
+			}
 		}
+		s.r.stamp[i] = s.r.chainStamp
+		inside = s.multiBuffer && d.Options&unix.XDP_PKT_CONTD != 0
 	}
 	if len(descs) > 0 {
 		s.r.st.stampsDevice.Add(dev)
@@ -483,9 +489,9 @@ func (s *Socket) ReceiveWhole(max int) []Desc {
 // stops before the first packet that arrived without a stamp and leaves it
 // on the ring, and reports unstamped true when that packet is the first
 // one, so the caller learns of it without losing a packet (Receive still
-// takes it). packetio's program stamps every packet it hands a socket. With WithMultiBuffer the stamp of a chain's
-// first descriptor is given to all of its descriptors, and only whole
-// chains are taken.
+// takes it); packetio's program stamps every packet it hands a socket.
+// With WithMultiBuffer the stamp of a chain's first descriptor is given to
+// all of its descriptors, and only whole chains are taken (and counted).
 func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamped bool) {
 	if max <= 0 || s.r.ring.ents == nil || !s.enterRx() {
 		return nil, nil, false
@@ -496,6 +502,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 	s.r.descs, s.r.stamp = s.r.descs[:0], s.r.stamp[:0]
 	var dev, mono, bytes uint64
 	var stamp uint64
+	var device bool // the clock of the packet being taken
 	take, start := uint32(0), true
 	for i := range avail {
 		d := s.r.ring.get(i)
@@ -509,18 +516,18 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 				unstamped = take == 0
 				break
 			}
-			stamp = st
-			if clock == filter.ClockDevice {
-				dev++
-			} else {
-				mono++
-			}
+			stamp, device = st, clock == filter.ClockDevice
 		}
 		s.r.descs = append(s.r.descs, desc)
 		s.r.stamp = append(s.r.stamp, stamp)
 		start = !s.multiBuffer || d.Options&unix.XDP_PKT_CONTD == 0
-		if start {
+		if start { // a whole packet: count its stamp
 			take = i + 1
+			if device {
+				dev++
+			} else {
+				mono++
+			}
 		}
 	}
 	// Only whole packets leave the ring.

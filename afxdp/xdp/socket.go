@@ -118,6 +118,9 @@ type rxHalf struct {
 	// the next is not a packet's first and carries no stamp in front
 	// (stripStamp). ReceiveStamped takes whole packets only.
 	inPacket bool
+	// chainStamp is the stamp of the packet inPacket is inside, which
+	// ReceiveTimestamps gives the rest of its descriptors.
+	chainStamp uint64
 
 	probed atomic.Int64 // when Poll last asked whether the device is there, since epoch
 	// spinCold is set when Poll's last spin found nothing: the next Poll

@@ -92,70 +92,91 @@ func monotonicNS(t *testing.T) uint64 {
 }
 
 // TestStampInFrameMultiBuffer: 8000-byte frames arrive on a 9000-byte MTU
-// pair as chains, stamped: only a chain's first descriptor gives up the
-// stamp's 16 bytes, every chain is the frame as sent, byte for byte, and
-// ReceiveStamped gives each of a chain's descriptors its stamp, one
-// CLOCK_MONOTONIC time between the send and the receive.
+// pair as chains, stamped, by each of the two stamped receive calls: only
+// a chain's first descriptor gives up the stamp's 16 bytes, every chain is
+// the frame as sent, byte for byte, every descriptor of a chain has its
+// stamp, one CLOCK_MONOTONIC time between the send and the receive, even
+// where a chain spans two ReceiveTimestamps calls, ReceiveStamped returns
+// whole chains only, and Stats counts one stamp a frame.
 func TestStampInFrameMultiBuffer(t *testing.T) {
-	p := vethPair(t, netns.WithMTU(9000))
-	a := openIn(t, p.A, WithFilter(filter.MatchNone()), WithMultiBuffer()).Socket(0)
-	b := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithMultiBuffer(), WithRxTimestamps()).Socket(0)
-	var sent [][]byte
-	for i := range 8 {
-		sent = append(sent, testFrame(make([]byte, 8000), uint32(i), 7000+125*i))
+	receivers := map[string]func(s *Socket) ([]Desc, []uint64){
+		"ReceiveTimestamps": func(s *Socket) ([]Desc, []uint64) { return s.ReceiveTimestamps(7) },
+		"ReceiveStamped": func(s *Socket) ([]Desc, []uint64) {
+			d, st, _ := s.ReceiveStamped(7)
+			return d, st
+		},
 	}
-	b.Fill(b.NumFreeFillSlots())
-	before := monotonicNS(t)
-	for n, try := 0, 0; n < len(sent); try++ {
-		if try == 100 {
-			t.Fatalf("sent %d of %d frames", n, len(sent))
-		}
-		k, err := a.SendBatch(sent[n:])
-		if err != nil {
-			t.Fatalf("SendBatch: %v", err)
-		}
-		n += k
-	}
-	got := 0
-	buf := make([]byte, 9000)
-	for deadline := time.Now().Add(3 * time.Second); got < len(sent) && time.Now().Before(deadline); {
-		if _, err := b.Poll(10 * time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		descs, stamps, _ := b.ReceiveStamped(256)
-		after := monotonicNS(t)
-		start := 0
-		for i, d := range descs {
-			if stamps[i] != stamps[start] || stamps[i] < before || stamps[i] > after {
-				t.Errorf("frame %d, descriptor %d: stamp %d (the chain's first %d), want the first's, in [%d, %d]", got, i-start, stamps[i], stamps[start], before, after)
+	for _, receive := range []string{"ReceiveTimestamps", "ReceiveStamped"} {
+		t.Run(receive, func(t *testing.T) {
+			p := vethPair(t, netns.WithMTU(9000))
+			a := openIn(t, p.A, WithFilter(filter.MatchNone()), WithMultiBuffer()).Socket(0)
+			b := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithMultiBuffer(), WithRxTimestamps()).Socket(0)
+			var sent [][]byte
+			for i := range 8 {
+				sent = append(sent, testFrame(make([]byte, 8000), uint32(i), 7000+125*i))
 			}
-			if d.Options&unix.XDP_PKT_CONTD != 0 {
-				continue
+			b.Fill(b.NumFreeFillSlots())
+			before := monotonicNS(t)
+			for n, try := 0, 0; n < len(sent); try++ {
+				if try == 100 {
+					t.Fatalf("sent %d of %d frames", n, len(sent))
+				}
+				k, err := a.SendBatch(sent[n:])
+				if err != nil {
+					t.Fatalf("SendBatch: %v", err)
+				}
+				n += k
 			}
-			chain := Packet(descs[start : i+1])
-			if len(chain) < 2 {
-				t.Errorf("frame %d: %d bytes in one descriptor, want a chain", got, chain.Len())
+			got := 0
+			var chain []Desc // a frame's descriptors so far, across calls
+			var chainStamps []uint64
+			buf := make([]byte, 9000)
+			for deadline := time.Now().Add(3 * time.Second); got < len(sent) && time.Now().Before(deadline); {
+				if _, err := b.Poll(10 * time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+				descs, stamps := receivers[receive](b)
+				after := monotonicNS(t)
+				for i, d := range descs {
+					chain, chainStamps = append(chain, d), append(chainStamps, stamps[i])
+					if d.Options&unix.XDP_PKT_CONTD != 0 {
+						continue
+					}
+					if got >= len(sent) {
+						t.Fatalf("more than %d frames", len(sent))
+					}
+					if len(chain) < 2 {
+						t.Errorf("frame %d: %d bytes in one descriptor, want a chain", got, Packet(chain).Len())
+					}
+					for j, st := range chainStamps {
+						if st != chainStamps[0] || st < before || st > after {
+							t.Errorf("frame %d, descriptor %d: stamp %d (the first's %d), want the first's, in [%d, %d]", got, j, st, chainStamps[0], before, after)
+						}
+					}
+					if n := b.CopyOut(Packet(chain), buf); !bytes.Equal(buf[:n], sent[got]) {
+						t.Errorf("frame %d: %d bytes, not the %d sent", got, n, len(sent[got]))
+					}
+					if st, clock := b.Stamp(chain[0]); st != chainStamps[0] || clock != filter.ClockMonotonic {
+						t.Errorf("frame %d: Stamp %d (clock %d), want %d, CLOCK_MONOTONIC", got, st, clock, chainStamps[0])
+					}
+					b.Recycle(chain)
+					chain, chainStamps = chain[:0], chainStamps[:0]
+					got++
+				}
+				if receive == "ReceiveStamped" && len(chain) > 0 {
+					t.Fatalf("ReceiveStamped returned %d descriptors of a frame without its end", len(chain))
+				}
+				b.Fill(b.NumFreeFillSlots())
 			}
-			if got >= len(sent) {
-				t.Fatalf("more than %d frames", len(sent))
+			if got != len(sent) {
+				st, _ := b.Stats()
+				t.Fatalf("received %d of %d frames (%+v)", got, len(sent), st)
 			}
-			if n := b.CopyOut(chain, buf); !bytes.Equal(buf[:n], sent[got]) {
-				t.Errorf("frame %d: %d bytes, not the %d sent", got, n, len(sent[got]))
+			if st, err := b.Stats(); err != nil {
+				t.Fatal(err)
+			} else if st.Unstamped != 0 || st.StampsMonotonic != uint64(len(sent)) {
+				t.Errorf("Stats: %d unstamped, %d monotonic stamps, want 0 and %d (one a frame)", st.Unstamped, st.StampsMonotonic, len(sent))
 			}
-			if st, clock := b.Stamp(chain[0]); st != stamps[start] || clock != filter.ClockMonotonic {
-				t.Errorf("frame %d: Stamp %d (clock %d), want %d, CLOCK_MONOTONIC", got, st, clock, stamps[start])
-			}
-			got++
-			start = i + 1
-		}
-		if start != len(descs) {
-			t.Errorf("ReceiveStamped returned a chain without its end: %d of %d descriptors in whole frames", start, len(descs))
-		}
-		b.Recycle(descs)
-		b.Fill(b.NumFreeFillSlots())
-	}
-	if got != len(sent) {
-		st, _ := b.Stats()
-		t.Fatalf("received %d of %d frames (%+v)", got, len(sent), st)
+		})
 	}
 }
