@@ -107,14 +107,15 @@ type Program struct {
 	Stamp Stamp
 	// StampInFrame writes the stamp into the frame itself, RxMetadataLen
 	// bytes grown in front of the packet with bpf_xdp_adjust_head,
-	// instead of into the metadata area: it works on every driver and on
-	// kernels whose XDP programs may not call bpf_xdp_adjust_meta, and
-	// receives faster on a veth (afxdp README).
-	// afxdp/xdp stamps this way. The receiver strips those bytes, which
-	// then sit where the metadata would. Only a packet bound for a socket
-	// grows: with no socket at its queue it goes to the kernel as it came,
-	// and one whose socket goes in between is aborted rather than passed
-	// on with the stamp in front.
+	// instead of into the metadata area: every driver takes it, so do
+	// kernels whose XDP programs may not call bpf_xdp_adjust_meta, and a
+	// socket never gets a packet without one, so the receiver need not
+	// clear a slot in each frame it posts to tell (afxdp/xdp stamps this
+	// way). The receiver strips those bytes, which then sit where the
+	// metadata would. Only a packet bound for a socket grows: with no
+	// socket at its queue it goes to the kernel as it came, and one whose
+	// socket goes in between is aborted rather than passed on with the
+	// stamp in front.
 	StampInFrame bool
 	// VLANKfunc has the prologue ask the driver for a VLAN tag it
 	// stripped (bpf_xdp_metadata_rx_vlan_tag) when a match reads the tag.
