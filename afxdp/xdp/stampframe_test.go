@@ -19,13 +19,6 @@ import (
 // and every stamp is CLOCK_MONOTONIC between the send and the receive,
 // never bytes left in the frame.
 func TestStampInFrame(t *testing.T) {
-	receivers := map[string]func(s *Socket) ([]Desc, []uint64){
-		"ReceiveTimestamps": func(s *Socket) ([]Desc, []uint64) { return s.ReceiveTimestamps(64) },
-		"ReceiveStamped": func(s *Socket) ([]Desc, []uint64) {
-			d, st, _ := s.ReceiveStamped(64)
-			return d, st
-		},
-	}
 	for _, receive := range []string{"ReceiveTimestamps", "ReceiveStamped"} {
 		t.Run(receive, func(t *testing.T) {
 			p := vethPair(t)
@@ -55,7 +48,7 @@ func TestStampInFrame(t *testing.T) {
 				if _, err := s.Poll(10 * time.Millisecond); err != nil {
 					t.Fatal(err)
 				}
-				descs, stamps := receivers[receive](s)
+				descs, stamps := receiveStamped(s, receive, 64)
 				after := monotonicNS(t)
 				for i, d := range descs {
 					if got >= n {
@@ -83,6 +76,16 @@ func TestStampInFrame(t *testing.T) {
 	}
 }
 
+// receiveStamped calls the stamped receive call named by call, for up to
+// max descriptors.
+func receiveStamped(s *Socket, call string, max int) ([]Desc, []uint64) {
+	if call == "ReceiveStamped" {
+		d, st, _ := s.ReceiveStamped(max)
+		return d, st
+	}
+	return s.ReceiveTimestamps(max)
+}
+
 func monotonicNS(t *testing.T) uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
@@ -99,13 +102,6 @@ func monotonicNS(t *testing.T) uint64 {
 // where a chain spans two ReceiveTimestamps calls, ReceiveStamped returns
 // whole chains only, and Stats counts one stamp a frame.
 func TestStampInFrameMultiBuffer(t *testing.T) {
-	receivers := map[string]func(s *Socket) ([]Desc, []uint64){
-		"ReceiveTimestamps": func(s *Socket) ([]Desc, []uint64) { return s.ReceiveTimestamps(7) },
-		"ReceiveStamped": func(s *Socket) ([]Desc, []uint64) {
-			d, st, _ := s.ReceiveStamped(7)
-			return d, st
-		},
-	}
 	for _, receive := range []string{"ReceiveTimestamps", "ReceiveStamped"} {
 		t.Run(receive, func(t *testing.T) {
 			p := vethPair(t, netns.WithMTU(9000))
@@ -135,7 +131,7 @@ func TestStampInFrameMultiBuffer(t *testing.T) {
 				if _, err := b.Poll(10 * time.Millisecond); err != nil {
 					t.Fatal(err)
 				}
-				descs, stamps := receivers[receive](b)
+				descs, stamps := receiveStamped(b, receive, 7)
 				after := monotonicNS(t)
 				for i, d := range descs {
 					chain, chainStamps = append(chain, d), append(chainStamps, stamps[i])
