@@ -2,11 +2,13 @@ package filter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/internal/testenv"
 	"github.com/packetio/packetio/internal/testframe"
@@ -74,4 +76,67 @@ func TestStampInFrameRedirectsOnlyStamped(t *testing.T) {
 			t.Errorf("stamp %v: redirects at %v, the stamp stored at %v; want one redirect, after the one store\n%v", stamp, redirects, stampStores, insns)
 		}
 	}
+}
+
+// TestStampInMetadata runs a stamping program without StampInFrame
+// (BPF_PROG_TEST_RUN, which hands back the metadata in front of the
+// frame): the frame it takes, whose queue has no socket here, goes to the
+// kernel as it came with RxMetadataLen bytes of metadata in front, a
+// CLOCK_MONOTONIC stamp from the run and its clock; the frame it does not
+// take comes back with no metadata.
+func TestStampInMetadata(t *testing.T) {
+	testenv.NeedBPF(t)
+	_ = rlimit.RemoveMemlock()
+	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: XSKMapName, Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xsks.Close()
+	pc := Program{Matches: []Match{MatchUDPPort(9)}, Stamp: StampMonotonic, XSKMapFD: xsks.FD()}
+	prog, err := pc.Load(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	for _, tc := range []struct {
+		frame []byte
+		meta  bool
+	}{
+		{testframe.Spec{DPort: 9, Payload: []byte("stamp me")}.Build(t), true},
+		{testframe.Spec{DPort: 10, Payload: []byte("not me")}.Build(t), false},
+	} {
+		out := make([]byte, len(tc.frame)+64)
+		before := monotonicNow(t)
+		ret, err := prog.Run(&ebpf.RunOptions{Data: tc.frame, DataOut: out})
+		after := monotonicNow(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ret != actPass {
+			t.Errorf("verdict %d, want XDP_PASS (%d)", ret, actPass)
+		}
+		if !tc.meta {
+			if !bytes.Equal(out[:len(tc.frame)], tc.frame) {
+				t.Errorf("an untaken frame came back as % x, want % x", out[:len(tc.frame)], tc.frame)
+			}
+			continue
+		}
+		stamp, clock := binary.NativeEndian.Uint64(out), binary.NativeEndian.Uint64(out[8:])
+		if stamp < before || stamp > after || clock != ClockMonotonic {
+			t.Errorf("metadata: stamp %d clock %d, want CLOCK_MONOTONIC (%d) in [%d, %d]", stamp, clock, ClockMonotonic, before, after)
+		}
+		if got := out[RxMetadataLen : RxMetadataLen+len(tc.frame)]; !bytes.Equal(got, tc.frame) {
+			t.Errorf("after the metadata: % x, want the frame as it came, % x", got, tc.frame)
+		}
+	}
+}
+
+// monotonicNow is CLOCK_MONOTONIC in nanoseconds, bpf_ktime_get_ns's clock.
+func monotonicNow(t *testing.T) uint64 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(ts.Nano())
 }
