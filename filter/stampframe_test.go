@@ -21,21 +21,9 @@ import (
 // as it came too. (afxdp/xdp's TestStampInFrame receives stamped frames
 // through a socket.)
 func TestStampInFrameNoSocket(t *testing.T) {
-	testenv.NeedBPF(t)
-	_ = rlimit.RemoveMemlock()
-	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: XSKMapName, Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer xsks.Close()
+	prog := loadStamping(t, true)
 	taken := testframe.Spec{DPort: 9, Payload: []byte("stamp me")}.Build(t)
 	other := testframe.Spec{DPort: 10, Payload: []byte("not me")}.Build(t)
-	pc := Program{Matches: []Match{MatchUDPPort(9)}, Stamp: StampMonotonic, StampInFrame: true, XSKMapFD: xsks.FD()}
-	prog, err := pc.Load(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
 	for _, frame := range [][]byte{taken, other} {
 		out := make([]byte, len(frame)+64)
 		ret, err := prog.Run(&ebpf.RunOptions{Data: frame, DataOut: out})
@@ -85,19 +73,7 @@ func TestStampInFrameRedirectsOnlyStamped(t *testing.T) {
 // CLOCK_MONOTONIC stamp from the run and its clock; the frame it does not
 // take comes back with no metadata.
 func TestStampInMetadata(t *testing.T) {
-	testenv.NeedBPF(t)
-	_ = rlimit.RemoveMemlock()
-	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: XSKMapName, Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer xsks.Close()
-	pc := Program{Matches: []Match{MatchUDPPort(9)}, Stamp: StampMonotonic, XSKMapFD: xsks.FD()}
-	prog, err := pc.Load(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
+	prog := loadStamping(t, false)
 	for _, tc := range []struct {
 		frame []byte
 		meta  bool
@@ -129,6 +105,27 @@ func TestStampInMetadata(t *testing.T) {
 			t.Errorf("after the metadata: % x, want the frame as it came, % x", got, tc.frame)
 		}
 	}
+}
+
+// loadStamping loads a program that takes UDP port 9 and stamps it with
+// CLOCK_MONOTONIC, in the frame or in the metadata, redirecting to an
+// empty socket map; both go when the test ends.
+func loadStamping(t *testing.T, inFrame bool) *ebpf.Program {
+	t.Helper()
+	testenv.NeedBPF(t)
+	_ = rlimit.RemoveMemlock()
+	xsks, err := ebpf.NewMap(&ebpf.MapSpec{Name: XSKMapName, Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { xsks.Close() })
+	pc := Program{Matches: []Match{MatchUDPPort(9)}, Stamp: StampMonotonic, StampInFrame: inFrame, XSKMapFD: xsks.FD()}
+	prog, err := pc.Load(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	return prog
 }
 
 // monotonicNow is CLOCK_MONOTONIC in nanoseconds, bpf_ktime_get_ns's clock.
