@@ -131,8 +131,8 @@ func Open(ifname string, opts ...Option) (*Device, error) {
 }
 
 // Capabilities reports what the device took. RxTimestamps turns false if a
-// receive queue finds a packet that arrived without a stamp, which
-// packetio's program never hands a socket: a fault, counted in Stats.
+// receive queue finds a stamp that reads zero, which the program never
+// writes: a fault, counted in Stats.
 func (d *Device) Capabilities() packetio.Capabilities {
 	if d == nil {
 		return packetio.Capabilities{}

@@ -60,10 +60,10 @@
 // read as the frame's last stamp unless the receiver cleared a slot in
 // every frame it posts: a cache line the kernel's copy then has to fetch
 // from the receiving CPU, which held the stamped rate to 0.45 of the
-// unstamped one on a veth against 0.69 now. A packet that arrived
-// without a stamp would be a fault: the queue says so (ReceiveTimestamps
-// returns nil, nil and Capabilities().RxTimestamps turns false) instead
-// of inventing a time.
+// unstamped one on a veth against 0.69 now. A stamp that reads zero,
+// which the program never writes, would be a fault: the queue says so
+// (ReceiveTimestamps returns nil, nil and Capabilities().RxTimestamps
+// turns false) instead of inventing a time.
 //
 // # What it costs
 //

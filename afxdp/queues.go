@@ -330,9 +330,9 @@ func (q *RxQueue) Receive(max int) []packetio.Desc {
 // ReceiveTimestamps is Receive plus each packet's arrival stamp: the
 // driver's hardware clock where it gives one, else CLOCK_MONOTONIC taken by
 // the XDP program at the driver hook (Info().Timestamps says which applies;
-// Stats().Backend counts each). Should a packet arrive without a stamp
-// (packetio's program stamps every packet it hands a socket, so that is a
-// fault, counted as "unstamped"), the queue takes no packet here, returns
+// Stats().Backend counts each). Should a packet's stamp read zero (which
+// the program never writes, so that is a fault, counted as
+// "unstamped"), the queue takes no packet here, returns
 // nil, nil from then on, and Capabilities().RxTimestamps turns false: the
 // packets wait for Receive.
 func (q *RxQueue) ReceiveTimestamps(max int) ([]packetio.Desc, []uint64) {

@@ -372,9 +372,8 @@ func (s *Socket) receive(max int) []Desc {
 // the bytes the program wrote in front of it (WithRxTimestamps): with
 // WithMultiBuffer every descriptor of a chain has its first's. Both
 // slices belong to the socket and are reused by the next receive call. A
-// zero stamp means the packet arrived unstamped, counted in
-// Stats().Unstamped: packetio's program hands a socket no packet it did
-// not stamp, so a count there is a fault.
+// stamp that reads zero, which the program never writes, is counted in
+// Stats().Unstamped: a fault.
 func (s *Socket) ReceiveTimestamps(max int) ([]Desc, []uint64) {
 	if max <= 0 || s.r.ring.ents == nil || !s.enterRx() {
 		return nil, nil

@@ -55,8 +55,8 @@ type Stats struct {
 	// socket and had no WithOnForeignComplete to go to.
 	Foreign uint64
 	// StampsDevice and StampsMonotonic count stamps by clock; Unstamped
-	// frames that arrived without one, which packetio's program never
-	// sends a socket: a count there is a fault.
+	// packets whose stamp read zero, which the program never writes (a
+	// driver's zero falls back to CLOCK_MONOTONIC): a count is a fault.
 	StampsDevice, StampsMonotonic, Unstamped uint64
 	// SendRequested and SendAllocated are what SendFunc was asked for and
 	// what it got frames for; InflightHigh the most frames the kernel
