@@ -136,6 +136,20 @@ func (p *Frames) Put(op Op, addr uint64) bool { return p.give(op, addr, caller) 
 // checked build the NIC must hold it.
 func (p *Frames) Done(addr uint64) bool { return p.give(OpComplete, addr, nicAny) }
 
+// DoneAll is Done for each of addrs: a transmit queue's completions. Outside
+// a checked build a frame of the pool's with room for it goes straight
+// onto the stack, without a call; anything else gets give's checks and
+// refusals.
+func (p *Frames) DoneAll(addrs []uint64) {
+	for _, a := range addrs {
+		if !Checked() && a-p.base < p.end-p.base && a&p.mask == 0 && len(p.free) < cap(p.free) {
+			p.free = append(p.free, a)
+			continue
+		}
+		p.give(OpComplete, a, nicAny)
+	}
+}
+
 // give pushes addr when its holder is want.
 func (p *Frames) give(op Op, addr uint64, want holder) bool {
 	if addr < p.base || addr >= p.end || addr&p.mask != 0 {
@@ -161,12 +175,20 @@ func (p *Frames) give(op Op, addr uint64, want holder) bool {
 // to transmit. It always reports true outside a checked build and for a
 // frame of another pool; in a checked build it refuses, and reports, a frame
 // of this pool the caller does not hold. The caller counts the refusal.
-func (p *Frames) Send(addr uint64) bool { return p.move(OpTransmit, addr, caller, nicTx) }
+func (p *Frames) Send(addr uint64) bool {
+	if !Checked() {
+		return true
+	}
+	return p.move(OpTransmit, addr, caller, nicTx)
+}
 
 // Take records that the NIC hands frame addr back to the caller: op is
 // OpReceive for a frame posted to the fill ring, OpReclaim for one sent. It
 // refuses, as Send does, a frame the NIC does not hold.
 func (p *Frames) Take(op Op, addr uint64) bool {
+	if !Checked() {
+		return true
+	}
 	if op == OpReceive {
 		return p.move(op, addr, nicFill, caller)
 	}
@@ -175,7 +197,7 @@ func (p *Frames) Take(op Op, addr uint64) bool {
 
 // move checks and records one move between holders outside the pool.
 func (p *Frames) move(op Op, addr uint64, want, to holder) bool {
-	if !Checked() || addr < p.base || addr >= p.end || addr&p.mask != 0 {
+	if addr < p.base || addr >= p.end || addr&p.mask != 0 {
 		return true
 	}
 	if h, ok := p.marks.move(p.index(addr), want, to); !ok {

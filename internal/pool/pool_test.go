@@ -137,6 +137,14 @@ func TestPushRefusals(t *testing.T) {
 				t.Fatalf("rejected %d len %d; want 1, 6", p.Rejected(), p.Len())
 			}
 		})
+		t.Run(tc.name+"/DoneAll", func(t *testing.T) {
+			p := mustNew(t, 4, 8, size)
+			held := p.PopFill(3, nil) // the NIC's, as DoneAll's frames are
+			p.DoneAll([]uint64{held[1], tc.addr(p, held), held[2]})
+			if p.Rejected() != 1 || p.Len() != 7 {
+				t.Fatalf("rejected %d len %d; want 1, 7: the frames either side taken", p.Rejected(), p.Len())
+			}
+		})
 	}
 	t.Run("surplus", func(t *testing.T) {
 		p := mustNew(t, 0, 4, size)
@@ -144,6 +152,13 @@ func TestPushRefusals(t *testing.T) {
 			t.Fatal("full pool took a surplus frame")
 		}
 		if p.Rejected() != 1 || p.Len() != 4 {
+			t.Fatalf("rejected %d len %d", p.Rejected(), p.Len())
+		}
+	})
+	t.Run("surplus/DoneAll", func(t *testing.T) {
+		p := mustNew(t, 0, 4, size)
+		p.DoneAll([]uint64{0, size})
+		if p.Rejected() != 2 || p.Len() != 4 {
 			t.Fatalf("rejected %d len %d", p.Rejected(), p.Len())
 		}
 	})
