@@ -23,7 +23,9 @@ import (
 //     with it: the driver sends either without a copy and frees both into
 //     the receive queue's returned ring, from where the receive queue
 //     hands the transmit queue's own frames to the transmit queue's
-//     returned ring (queue.Rx.HostFrames, ReturnLent);
+//     returned ring (queue.Rx.HostFrames): directly when the transmitting
+//     goroutine drains it (queue.Rx.Resupply), the one that reads that
+//     ring, else through a hand-back ring (ReturnLent);
 //   - transmit queue i writes the frames of receive queue i (a forwarded
 //     frame) with the receive queue's pool (queue.Tx.SendInPlace), so
 //     forwarding costs no copy in the driver; the receive queue marks them
@@ -75,10 +77,13 @@ func (p *xskPair) close() {
 }
 
 // resupply puts the receive queue's borrowed buffers back in its supply
-// and sets the frames sent in place aside for the transmit queue.
-func (p *xskPair) resupply() {
+// and the transmit queue's frames (its own, and those it sent in place) on
+// their way back to it: straight onto to, its returned ring, when the
+// transmit queue's goroutine calls (to is nil from the receive side), else
+// onto the hand-back ring for ReturnLent.
+func (p *xskPair) resupply(to *queue.Ring) {
 	if p.rx != nil {
-		p.rx.Resupply()
+		p.rx.Resupply(to)
 	}
 }
 
@@ -96,7 +101,7 @@ var _ queue.PMD = xskTx{}
 
 // settle runs before and after each call into the driver.
 func (x xskTx) settle() {
-	x.p.resupply()
+	x.p.resupply(x.returned)
 	if x.p.rx != nil {
 		x.p.rx.ReturnLent(x.returned)
 	}
@@ -148,7 +153,7 @@ func (x xskRx) RxBurst(out []uint64) int {
 		return 0
 	}
 	defer x.p.mu.Unlock()
-	x.p.resupply()
+	x.p.resupply(nil)
 	return x.q.RxBurst(out)
 }
 

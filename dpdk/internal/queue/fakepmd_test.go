@@ -121,7 +121,7 @@ func (f *fakePMD) RxBurst(out []uint64) int {
 		pkt := f.incoming[0]
 		f.incoming = append(f.incoming[:0], f.incoming[1:]...)
 		pool := ne.Uint64(f.r[m+offPool:])
-		f.r.prepareTx(m, pool, Headroom, uint32(len(pkt)), f.rxFlags, 0)
+		f.r.prepareTx(m, pool, txRearm|Headroom, uint32(len(pkt)), f.rxFlags, 0)
 		copy(f.r[m+MbufSize+Headroom:], pkt)
 		if f.chained {
 			ne.PutUint16(f.r[m+offDataOff+4:], 2)

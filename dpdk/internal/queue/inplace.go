@@ -24,8 +24,12 @@ import (
 // they lie in the receive queue's mempool, after its own frames, the
 // transmit queue writes them with that pool too, the driver sends them
 // without a copy and frees them into the receive queue's returned ring,
-// and the receive queue hands every one back through ReturnLent, no mark
-// needed: they are never its own.
+// and the receive queue hands every one back, no mark needed: they are
+// never its own. Resupply called on the transmit queue's goroutine puts
+// them (and lent frames) straight onto the transmit queue's returned ring;
+// called on the receive side, it and DrainReturned keep them in a hand-back
+// ring for ReturnLent, since only the transmit queue's goroutine may touch
+// its returned ring.
 //
 // Every call here except SendInPlace, Lend and HostFrames runs under the
 // lock the driver's two queues share: the lent marks, the receive queue's
@@ -161,19 +165,35 @@ func (q *Rx) takeLent(off uint64) bool {
 }
 
 // backLent routes a returned mbuf at off, a frame offset: a lent frame of
-// this queue or a hosted one of the transmit queue goes to the hand-back
-// ring and true is returned; any other frame is the caller's to place.
-func (q *Rx) backLent(va, off uint64) bool {
+// this queue or a hosted one of the transmit queue goes to to (see
+// Resupply) or the hand-back ring, and true is returned; any other frame is
+// the caller's to place.
+func (q *Rx) backLent(va, off uint64, to *Ring) bool {
 	if q.lent == nil || off&q.mask != 0 {
 		return false
 	}
-	if !q.lent.hosted.owns(off) && (!q.pool.Owns(off) || !q.takeLent(off)) {
+	if !q.hosts(off) && (!q.pool.Owns(off) || !q.takeLent(off)) {
 		return false
 	}
-	if !q.lent.back.PushOne(va) {
-		q.fail("lent frame %#x came back twice", off) // the ring holds every frame once
+	if to == nil || !to.PushOne(va) {
+		q.handBack(va, off)
 	}
 	return true
+}
+
+// hosts reports whether off is the start of one of the transmit queue's
+// frames that this queue hosts (HostFrames). It is inlined into Resupply's
+// loop, where every frame a transmit queue sends comes back.
+func (q *Rx) hosts(off uint64) bool {
+	return q.lent != nil && q.lent.hosted.owns(off) && off&q.mask == 0
+}
+
+// handBack puts a frame for the transmit queue on the hand-back ring, which
+// holds every frame once: no room means it came back twice.
+func (q *Rx) handBack(va, off uint64) {
+	if !q.lent.back.PushOne(va) {
+		q.fail("lent frame %#x came back twice", off)
+	}
 }
 
 // NumLentBack is how many lent frames wait for ReturnLent.

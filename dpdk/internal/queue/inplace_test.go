@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/packetio/packetio"
@@ -24,7 +26,7 @@ type xskFake struct {
 }
 
 func (x *xskFake) settle() {
-	x.rx.Resupply()
+	x.rx.Resupply(x.returned)
 	x.rx.ReturnLent(x.returned)
 }
 
@@ -60,7 +62,7 @@ func (x *xskFake) burst(mbufs []uint64) int {
 		}
 		dataOff, _, l, _ := f.r.rxRead(m)
 		b := buf[0] - testRegionVA
-		f.r.prepareTx(b, x.rxPool, Headroom, uint32(l), 0, 0)
+		f.r.prepareTx(b, x.rxPool, txRearm|Headroom, uint32(l), 0, 0)
 		copy(f.r[b+MbufSize+Headroom:], f.r[m+MbufSize+uint64(dataOff):][:l])
 		x.copies++
 		f.free(va)
@@ -266,6 +268,70 @@ func TestHostedFramesAreSentWithoutACopy(t *testing.T) {
 		if rx.NumFreeFrames()+rx.NumOutstanding() != 512 || rx.Err() != nil || tx.Err() != nil || rx.Stats().Backend["pool_rejected"] != 0 {
 			t.Fatalf("hosted %v: receive side %d + %d frames; errors %v, %v; rx %v", hosted, rx.NumFreeFrames(), rx.NumOutstanding(), rx.Err(), tx.Err(), rx.Stats().Backend)
 		}
+	}
+}
+
+// TestResupplyHandsFramesStraightBack: the transmit queue's frames the
+// driver freed into the receive queue's ring go straight onto the ring
+// Resupply is given, the transmit queue's, while it has room; the rest,
+// and all of them when Resupply runs on the receive side (no ring), wait
+// in the hand-back ring for ReturnLent. None is lost, none is posted for
+// receive, and a frame coming back twice fails the queue.
+func TestResupplyHandsFramesStraightBack(t *testing.T) {
+	rx, tx, _ := xskRig(t, false, true)
+	supply := rx.cfg.Supply.Len()
+	mbufOf := func(d packetio.Desc) uint64 { return testRegionVA + d.Addr&^(testFrameSize-1) + ObjHeader }
+	d := tx.Alloc(10)
+	if len(d) != 10 {
+		t.Fatalf("Alloc(10) = %d frames", len(d))
+	}
+	for _, f := range d[:6] {
+		rx.cfg.Returned.PushOne(mbufOf(f))
+	}
+	to := NewRing(4)
+	if n := rx.Resupply(to); n != 0 {
+		t.Fatalf("Resupply posted %d of the transmit queue's frames for receive", n)
+	}
+	if to.Len() != 4 || rx.NumLentBack() != 2 || rx.cfg.Returned.Len() != 0 {
+		t.Fatalf("given ring %d (want 4), hand-back %d (want 2), returned %d (want 0)", to.Len(), rx.NumLentBack(), rx.cfg.Returned.Len())
+	}
+	for _, f := range d[6:] {
+		rx.cfg.Returned.PushOne(mbufOf(f))
+	}
+	rx.Resupply(nil) // the receive side
+	if rx.NumLentBack() != 6 {
+		t.Fatalf("hand-back %d after the receive side's Resupply, want 6", rx.NumLentBack())
+	}
+	got := to.Pop(4, nil)
+	for rx.NumLentBack() > 0 {
+		if rx.ReturnLent(to) == 0 {
+			t.Fatal("ReturnLent moved nothing into a ring with room")
+		}
+		got = to.Pop(4, got)
+	}
+	want := map[uint64]bool{}
+	for _, f := range d {
+		want[mbufOf(f)] = true
+	}
+	for _, va := range got {
+		if !want[va] {
+			t.Fatalf("%#x came back, not one of the frames sent or twice", va)
+		}
+		delete(want, va)
+	}
+	if len(want) != 0 || rx.cfg.Supply.Len() != supply || rx.Err() != nil {
+		t.Fatalf("%d frames not back; supply %d, was %d; %v", len(want), rx.cfg.Supply.Len(), supply, rx.Err())
+	}
+	// The hand-back ring holds every frame once: a frame freed twice
+	// while it waits there fails the queue.
+	full := NewRing(1)
+	full.PushOne(1)
+	for i := 0; i <= rx.lent.back.Cap(); i++ {
+		rx.cfg.Returned.PushOne(mbufOf(d[0]))
+		rx.Resupply(full)
+	}
+	if err := rx.Err(); !errors.Is(err, packetio.ErrQueueFailed) || !strings.Contains(err.Error(), "came back twice") {
+		t.Fatalf("Err = %v after a frame came back more often than the ring holds frames", err)
 	}
 }
 

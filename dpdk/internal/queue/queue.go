@@ -151,16 +151,29 @@ func (c *core) fail(format string, args ...any) {
 }
 
 // frameOf converts an mbuf address from the driver to its frame's offset,
-// or reports that it is not one of this region's mbufs. It is the one place
-// a driver address becomes a region offset.
+// or reports that it is not one of this region's mbufs, which fails the
+// queue (foreign).
 func (c *core) frameOf(va uint64) (uint64, bool) {
-	off := va - c.cfg.RegionVA - ObjHeader
-	if off >= c.size || off&c.mask != 0 {
-		c.fore.Add(1)
-		c.fail("driver handed back %#x, which is not an mbuf of this region", va)
-		return 0, false
+	if off, ok := c.mbufFrame(va); ok {
+		return off, true
 	}
-	return off, true
+	c.foreign(va)
+	return 0, false
+}
+
+// mbufFrame is the one place a driver address becomes a region offset: the
+// frame whose mbuf is at va, and whether that is one of the region's. Small
+// enough to inline into a loop that calls foreign for a false.
+func (c *core) mbufFrame(va uint64) (uint64, bool) {
+	off := va - c.cfg.RegionVA - ObjHeader
+	return off, off < c.size && off&c.mask == 0
+}
+
+// foreign counts a driver address that is not an mbuf of this region and
+// fails the queue.
+func (c *core) foreign(va uint64) {
+	c.fore.Add(1)
+	c.fail("driver handed back %#x, which is not an mbuf of this region", va)
 }
 
 // descOK reports whether d names at least one byte inside one frame, at or

@@ -517,13 +517,13 @@ func TestResupplyKeepsBorrowedFramesPosted(t *testing.T) {
 		g.pmd.free(va)
 	}
 	free := q.NumFreeFrames()
-	if n := q.Resupply(); n != 4 {
+	if n := q.Resupply(nil); n != 4 {
 		t.Fatalf("Resupply moved %d, want 4", n)
 	}
 	if q.cfg.Supply.Len() != 16 || q.cfg.Returned.Len() != 0 || q.NumOutstanding() != 16 || q.NumFreeFrames() != free {
 		t.Fatalf("supply %d returned %d outstanding %d free %d", q.cfg.Supply.Len(), q.cfg.Returned.Len(), q.NumOutstanding(), q.NumFreeFrames())
 	}
-	if n := q.Resupply(); n != 0 {
+	if n := q.Resupply(nil); n != 0 {
 		t.Fatalf("Resupply of nothing moved %d", n)
 	}
 	// A transmit queue's frame in this pool's ring is not this queue's.
@@ -532,7 +532,7 @@ func TestResupplyKeepsBorrowedFramesPosted(t *testing.T) {
 	q.cfg.Returned.PushOne(borrowed[0])
 	q.cfg.Returned.PushOne(testRegionVA + d[0].Addr&^(testFrameSize-1) + ObjHeader)
 	q.cfg.Returned.PushOne(borrowed[0])
-	if n := q.Resupply(); n != 1 {
+	if n := q.Resupply(nil); n != 1 {
 		t.Fatalf("Resupply moved %d past a foreign frame, want 1", n)
 	}
 	if q.cfg.Returned.Len() != 2 {

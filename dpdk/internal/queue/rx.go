@@ -85,7 +85,7 @@ func (q *Rx) DrainReturned() int {
 		q.back = q.cfg.Returned.Pop(cap(q.back), q.back[:0])
 		for _, va := range q.back {
 			f, ok := q.frameOf(va)
-			if !ok || q.backLent(va, f) {
+			if !ok || q.backLent(va, f, nil) {
 				continue
 			}
 			q.pool.Done(f)
@@ -99,9 +99,12 @@ func (q *Rx) DrainReturned() int {
 // Resupply moves mbufs the driver freed into this queue's pool straight
 // back to the supply ring, so they stay posted, and returns how many it
 // moved. Frames a transmit queue sent in place, and the transmit queue's
-// own frames this queue hosts, go to the hand-back ring for ReturnLent
-// instead. It stops at the first address that is none of these and leaves
-// it for DrainReturned, which refuses it.
+// own frames this queue hosts, go instead to to, the transmit queue's
+// returned ring, while it has room, and then to the hand-back ring for
+// ReturnLent; to is nil unless the caller is the transmit queue's goroutine
+// (the one ring user that is not the driver). It stops at the first
+// address that is none of these and leaves it for DrainReturned, which
+// refuses it.
 //
 // It is for drivers that borrow receive buffers for something else:
 // net_af_xdp copies every transmitted packet not of this pool into a buffer
@@ -112,7 +115,7 @@ func (q *Rx) DrainReturned() int {
 // the Go-side pool: it may run on another goroutine (the transmitting one)
 // as long as every access to them, this queue's and the driver's, is
 // serialised.
-func (q *Rx) Resupply() int {
+func (q *Rx) Resupply(to *Ring) int {
 	ret, sup := q.cfg.Returned, q.cfg.Supply
 	n, room := ret.Len(), sup.Room()
 	h, t := *ret.head, *sup.tail
@@ -120,11 +123,17 @@ func (q *Rx) Resupply() int {
 	for ; i < n; i++ {
 		va := ret.buf[(h+uint32(i))&ret.mask]
 		off, own := q.ownMbuf(va)
-		if q.backLent(va, off) {
+		if !own && q.hosts(off) { // the transmit queue's own frame: the hot case
+			if to == nil || !to.PushOne(va) {
+				q.handBack(va, off)
+			}
 			continue
 		}
 		if !own {
 			break
+		}
+		if q.backLent(va, off, to) { // a frame the transmit queue sent in place
+			continue
 		}
 		if moved == room {
 			break

@@ -19,6 +19,7 @@ type Tx struct {
 	back     []uint64
 	inFlight atomic.Int64
 	inPlace  inPlace // a receive queue's frames sent with its pool (see inplace.go)
+	rearm    uint64  // txRearm
 
 	packets, bytes, completed, batches, completions atomic.Uint64
 	ringFull, poolEmpty, badDesc, pokes, badOffload atomic.Uint64
@@ -34,6 +35,7 @@ func NewTx(cfg Config) (*Tx, error) {
 	if err := t.init(cfg); err != nil {
 		return nil, err
 	}
+	t.rearm = txRearm
 	t.descs = make([]packetio.Desc, 0, min(cfg.Depth, MaxBurst))
 	t.mbufs = make([]uint64, min(cfg.Depth, MaxBurst))
 	t.back = make([]uint64, 0, MaxBurst)
@@ -103,7 +105,10 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 	var bytes uint64
 	for ; built < n; built++ {
 		d := descs[built]
-		if refusal = t.send(d); refusal != nil {
+		// The driver holds the frame from here on; a checked build
+		// refuses a frame the caller does not hold.
+		if d == (packetio.Desc{}) || pool.Checked() && !t.pool.Send(t.pool.Base(d.Addr)) {
+			refusal = t.refuse(d)
 			break
 		}
 		if !t.descOK(d) {
@@ -131,7 +136,7 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 			pool = t.inPlace.pool
 			inPlace++
 		}
-		t.r.prepareTx(m, pool, uint16(d.Addr-frame-BufferStart), d.Len, flags, lens)
+		t.r.prepareTx(m, pool, t.rearm|(d.Addr-frame-BufferStart), d.Len, flags, lens)
 		t.mbufs[built] = t.cfg.RegionVA + m
 		bytes += uint64(d.Len)
 	}
@@ -165,24 +170,19 @@ func (t *Tx) transmit(descs []packetio.Desc, offs []packetio.Offload) (int, erro
 	return sent, refusal
 }
 
-// send records that the driver holds d's frame from now on. A zero Desc
-// and (packetio_checked) a frame the caller does not hold are refused,
-// counted in TxStats.Refused, and answered with an error matching
-// packetio.ErrNotOwned; Err reports the first.
-func (t *Tx) send(d packetio.Desc) error {
+// refuse counts a descriptor transmit turned away (zero, or in a
+// packetio_checked build not the caller's) in TxStats.Refused and returns an
+// error matching packetio.ErrNotOwned; Err reports the first.
+func (t *Tx) refuse(d packetio.Desc) error {
+	t.refused.Add(1)
 	if d == (packetio.Desc{}) {
 		t.pool.RefuseZero(pool.OpTransmit)
-		t.refused.Add(1)
 		return fmt.Errorf("%s: a zero descriptor names no frame: %w", t.cfg.Name, packetio.ErrNotOwned)
 	}
-	if !t.pool.Send(t.pool.Base(d.Addr)) {
-		t.refused.Add(1)
-		return fmt.Errorf("%s: frame %#x is not the caller's to send: %w", t.cfg.Name, t.pool.Base(d.Addr), packetio.ErrNotOwned)
-	}
-	return nil
+	return fmt.Errorf("%s: frame %#x is not the caller's to send: %w", t.cfg.Name, t.pool.Base(d.Addr), packetio.ErrNotOwned)
 }
 
-// unsend hands frames send gave the driver, which it did not take, back
+// unsend hands frames transmit gave the driver, which it did not take, back
 // to the caller (packetio_checked builds; a no-op otherwise).
 func (t *Tx) unsend(descs []packetio.Desc) {
 	if !pool.Checked() {
@@ -193,9 +193,10 @@ func (t *Tx) unsend(descs []packetio.Desc) {
 	}
 }
 
-// reclaim takes up to max frames the driver has freed and gives each to fn.
-// When none are waiting but some are in flight it pokes the driver once.
-func (t *Tx) reclaim(max int, fn func(frame uint64)) int {
+// reclaim takes up to max frames the driver has freed and gives them to
+// each, a burst at a time, as frame offsets. When none are waiting but some
+// are in flight it pokes the driver once.
+func (t *Tx) reclaim(max int, each func(frames []uint64)) int {
 	if t.Failure() != nil || max <= 0 {
 		return 0
 	}
@@ -210,14 +211,17 @@ func (t *Tx) reclaim(max int, fn func(frame uint64)) int {
 	got := 0
 	for got < max && ret.Len() > 0 {
 		t.back = ret.Pop(min(max-got, cap(t.back)), t.back[:0])
+		frames := t.back[:0] // converted in place
 		for _, va := range t.back {
-			f, ok := t.frameOf(va)
+			f, ok := t.mbufFrame(va)
 			if !ok {
+				t.foreign(va)
 				continue
 			}
-			fn(f)
-			got++
+			frames = append(frames, f)
 		}
+		each(frames)
+		got += len(frames)
 		if t.Failure() != nil {
 			break
 		}
@@ -233,17 +237,17 @@ func (t *Tx) reclaim(max int, fn func(frame uint64)) int {
 // Complete returns finished frames to this queue's pool and reports how
 // many came back.
 func (t *Tx) Complete(max int) int {
-	return t.reclaim(max, func(f uint64) { t.pool.Done(f) })
+	return t.reclaim(max, t.pool.DoneAll)
 }
 
 // Reclaim appends finished frames to out, as descriptors at their data
 // start, for the caller to Recycle or Free.
 func (t *Tx) Reclaim(max int, out []packetio.Desc) []packetio.Desc {
-	t.reclaim(max, func(f uint64) {
-		if pool.Checked() {
+	t.reclaim(max, func(frames []uint64) {
+		for _, f := range frames {
 			t.pool.Take(pool.OpReclaim, f)
+			out = append(out, packetio.Desc{Addr: f + DataStart})
 		}
-		out = append(out, packetio.Desc{Addr: f + DataStart})
 	})
 	return out
 }
