@@ -189,12 +189,14 @@ func (q *Rx) Receive(max int) []packetio.Desc {
 	q.pending = q.pending[len(take):]
 	out := q.descs[:0]
 	var bytes uint64
+	taken := 0 // the driver's no longer; one atomic for the burst, not one a packet
 	for _, va := range take {
-		f, ok := q.frameOf(va)
+		f, ok := q.mbufFrame(va)
 		if !ok {
+			q.foreign(va)
 			continue
 		}
-		q.outstanding.Add(-1)
+		taken++
 		dataOff, segs, n, flags := q.r.rxRead(f + ObjHeader)
 		if segs != 1 {
 			q.chained.Add(1)
@@ -219,6 +221,7 @@ func (q *Rx) Receive(max int) []packetio.Desc {
 		out = append(out, d)
 		bytes += uint64(n)
 	}
+	q.outstanding.Add(-int64(taken))
 	if len(out) > 0 {
 		q.packets.Add(uint64(len(out)))
 		q.bytes.Add(bytes)
