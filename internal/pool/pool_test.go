@@ -137,12 +137,18 @@ func TestPushRefusals(t *testing.T) {
 				t.Fatalf("rejected %d len %d; want 1, 6", p.Rejected(), p.Len())
 			}
 		})
-		t.Run(tc.name+"/DoneAll", func(t *testing.T) {
+		t.Run(tc.name+"/TryPut", func(t *testing.T) {
 			p := mustNew(t, 4, 8, size)
-			held := p.PopFill(3, nil) // the NIC's, as DoneAll's frames are
-			p.DoneAll([]uint64{held[1], tc.addr(p, held), held[2]})
-			if p.Rejected() != 1 || p.Len() != 7 {
-				t.Fatalf("rejected %d len %d; want 1, 7: the frames either side taken", p.Rejected(), p.Len())
+			held := p.Pop(2, nil)
+			if p.TryPut(tc.addr(p, held)) {
+				t.Fatal("TryPut took a frame Put refuses")
+			}
+			if p.Rejected() != 0 || p.Len() != 6 {
+				t.Fatalf("rejected %d len %d; want 0, 6: TryPut counts nothing, leaving the frame to Put", p.Rejected(), p.Len())
+			}
+			// A checked build must check the holder: only Put may take it.
+			if got := p.TryPut(held[0]); got == Checked() {
+				t.Fatalf("TryPut of a frame of the pool's = %v with Checked() %v", got, Checked())
 			}
 		})
 	}
@@ -155,11 +161,10 @@ func TestPushRefusals(t *testing.T) {
 			t.Fatalf("rejected %d len %d", p.Rejected(), p.Len())
 		}
 	})
-	t.Run("surplus/DoneAll", func(t *testing.T) {
+	t.Run("surplus/TryPut", func(t *testing.T) {
 		p := mustNew(t, 0, 4, size)
-		p.DoneAll([]uint64{0, size})
-		if p.Rejected() != 2 || p.Len() != 4 {
-			t.Fatalf("rejected %d len %d", p.Rejected(), p.Len())
+		if p.TryPut(0) || p.Rejected() != 0 || p.Len() != 4 {
+			t.Fatalf("TryPut into a full pool: rejected %d len %d", p.Rejected(), p.Len())
 		}
 	})
 }

@@ -261,7 +261,9 @@ func (q *Rx) Recycle(descs []packetio.Desc) {
 			q.pool.RefuseZero(pool.OpRecycle)
 			continue
 		}
-		q.pool.Put(pool.OpRecycle, q.pool.Base(d.Addr))
+		if f := q.pool.Base(d.Addr); !q.pool.TryPut(f) {
+			q.pool.Put(pool.OpRecycle, f)
+		}
 	}
 }
 

@@ -237,7 +237,13 @@ func (t *Tx) reclaim(max int, each func(frames []uint64)) int {
 // Complete returns finished frames to this queue's pool and reports how
 // many came back.
 func (t *Tx) Complete(max int) int {
-	return t.reclaim(max, t.pool.DoneAll)
+	return t.reclaim(max, func(frames []uint64) {
+		for _, f := range frames {
+			if !t.pool.TryPut(f) {
+				t.pool.Done(f)
+			}
+		}
+	})
 }
 
 // Reclaim appends finished frames to out, as descriptors at their data
