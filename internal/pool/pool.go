@@ -136,6 +136,21 @@ func (p *Frames) Put(op Op, addr uint64) bool { return p.give(op, addr, caller) 
 // checked build the NIC must hold it.
 func (p *Frames) Done(addr uint64) bool { return p.give(OpComplete, addr, nicAny) }
 
+// TryPut is the common case of Put and Done, small enough to inline into a
+// loop that returns frames a packet at a time: outside a checked build it
+// pushes addr when it is the start of one of the pool's frames and there
+// is room. Otherwise (and always in a checked build, which must check the
+// holder) it takes nothing, counts nothing and reports false, and the
+// caller calls Put or Done, which take or refuse the frame.
+func (p *Frames) TryPut(addr uint64) bool {
+	if Checked() || addr-p.base >= p.end-p.base || addr&p.mask != 0 || len(p.free) == cap(p.free) {
+		return false
+	}
+	p.free = p.free[:len(p.free)+1]
+	p.free[len(p.free)-1] = addr
+	return true
+}
+
 // give pushes addr when its holder is want.
 func (p *Frames) give(op Op, addr uint64, want holder) bool {
 	if addr < p.base || addr >= p.end || addr&p.mask != 0 {
@@ -297,18 +312,3 @@ func (m *Misused) Error() string {
 
 // Unwrap makes the report match packetio.ErrNotOwned.
 func (m *Misused) Unwrap() error { return packetio.ErrNotOwned }
-
-// TryPut is the common case of Put and Done, small enough to inline into a
-// loop that returns frames a packet at a time: outside a checked build it
-// pushes addr when it is the start of one of the pool's frames and there
-// is room. Otherwise (and always in a checked build, which must check the
-// holder) it takes nothing, counts nothing and reports false, and the
-// caller calls Put or Done, which take or refuse the frame.
-func (p *Frames) TryPut(addr uint64) bool {
-	if Checked() || addr-p.base >= p.end-p.base || addr&p.mask != 0 || len(p.free) == cap(p.free) {
-		return false
-	}
-	p.free = p.free[:len(p.free)+1]
-	p.free[len(p.free)-1] = addr
-	return true
-}
