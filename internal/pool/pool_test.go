@@ -130,21 +130,16 @@ func TestPushRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustNew(t, 4, 8, size)
 			held := p.Pop(2, nil)
-			if p.Push(tc.addr(p, held)) {
+			a := tc.addr(p, held)
+			// TryPut takes nothing and counts nothing: the frame is Put's.
+			if p.TryPut(a) || p.Rejected() != 0 {
+				t.Fatalf("TryPut took or counted a frame Put refuses (rejected %d)", p.Rejected())
+			}
+			if p.Push(a) {
 				t.Fatal("refused push was taken")
 			}
 			if p.Rejected() != 1 || p.Len() != 6 {
 				t.Fatalf("rejected %d len %d; want 1, 6", p.Rejected(), p.Len())
-			}
-		})
-		t.Run(tc.name+"/TryPut", func(t *testing.T) {
-			p := mustNew(t, 4, 8, size)
-			held := p.Pop(2, nil)
-			if p.TryPut(tc.addr(p, held)) {
-				t.Fatal("TryPut took a frame Put refuses")
-			}
-			if p.Rejected() != 0 || p.Len() != 6 {
-				t.Fatalf("rejected %d len %d; want 0, 6: TryPut counts nothing, leaving the frame to Put", p.Rejected(), p.Len())
 			}
 			// A checked build must check the holder: only Put may take it.
 			if got := p.TryPut(held[0]); got == Checked() {
@@ -154,17 +149,14 @@ func TestPushRefusals(t *testing.T) {
 	}
 	t.Run("surplus", func(t *testing.T) {
 		p := mustNew(t, 0, 4, size)
+		if p.TryPut(0) || p.Rejected() != 0 {
+			t.Fatalf("TryPut took or counted a surplus frame (rejected %d)", p.Rejected())
+		}
 		if p.Push(0) {
 			t.Fatal("full pool took a surplus frame")
 		}
 		if p.Rejected() != 1 || p.Len() != 4 {
 			t.Fatalf("rejected %d len %d", p.Rejected(), p.Len())
-		}
-	})
-	t.Run("surplus/TryPut", func(t *testing.T) {
-		p := mustNew(t, 0, 4, size)
-		if p.TryPut(0) || p.Rejected() != 0 || p.Len() != 4 {
-			t.Fatalf("TryPut into a full pool: rejected %d len %d", p.Rejected(), p.Len())
 		}
 	})
 }
