@@ -143,7 +143,7 @@ func (p *Frames) Done(addr uint64) bool { return p.give(OpComplete, addr, nicAny
 // holder) it takes nothing, counts nothing and reports false, and the
 // caller calls Put or Done, which take or refuse the frame.
 func (p *Frames) TryPut(addr uint64) bool {
-	if Checked() || addr-p.base >= p.end-p.base || addr&p.mask != 0 || len(p.free) == cap(p.free) {
+	if Checked() || !p.Owns(addr) || addr&p.mask != 0 || len(p.free) == cap(p.free) {
 		return false
 	}
 	p.free = p.free[:len(p.free)+1]

@@ -118,11 +118,11 @@ func (q *Rx) HostFrames(s Span) error {
 	return nil
 }
 
-// ownMbuf is the frame offset of the driver address va when it is one of
-// this queue's mbufs.
+// ownMbuf is the frame offset of the driver address va (mbufFrame) and
+// whether it is one of this queue's mbufs.
 func (q *Rx) ownMbuf(va uint64) (uint64, bool) {
-	off := va - q.cfg.RegionVA - ObjHeader
-	return off, off&q.mask == 0 && q.pool.Owns(off)
+	off, ok := q.mbufFrame(va)
+	return off, ok && q.pool.Owns(off)
 }
 
 // LendFrames marks the queue's frames among mbufs (a burst about to go to
