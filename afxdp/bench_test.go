@@ -57,6 +57,7 @@ func BenchmarkTransmit(b *testing.B) {
 	tx := openOn(b, p.A, afxdp.WithTransmitOnly(), benchPlace, afxdp.WithXDP(xdp.WithDriverMode())).TxQueue(0)
 	frame := benchFrame()
 	build := func(i int, f []byte) int { return copy(f, frame) }
+	syscalls := testenv.CountSyscalls(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -72,23 +73,13 @@ func BenchmarkTransmit(b *testing.B) {
 		tx.Complete(1 << 20)
 	}
 	b.StopTimer()
+	syscalls(sent)
 	mpps(b, sent, start)
-	st, _ := tx.Stats()
-	syscallsPerPacket(b, st.Backend["kicks"], sent)
 }
 
 // benchBatch is the batch of every benchmark loop: what the packet-rate
 // goals (at most one system call per 32 packets) are stated for.
 const benchBatch = 64
-
-// syscallsPerPacket reports the system calls the queue made on its data
-// path (poll, the receive wake-up, the transmit kick: each counted where it
-// is made) per packet moved.
-func syscallsPerPacket(b *testing.B, calls uint64, packets int) {
-	if packets > 0 {
-		b.ReportMetric(float64(calls)/float64(packets), "syscalls/pkt")
-	}
-}
 
 func BenchmarkReceive(b *testing.B) { benchReceive(b) }
 
@@ -141,6 +132,7 @@ func benchReceiveOn(b *testing.B, open func(h *netns.Host, opts ...afxdp.Option)
 	}
 	stamper, stamped := rx.(packetio.TimestampReceiver)
 	stamped = stamped && dev.Capabilities().RxTimestamps
+	syscalls := testenv.CountSyscalls(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -168,9 +160,8 @@ func benchReceiveOn(b *testing.B, open func(h *netns.Host, opts ...afxdp.Option)
 		rx.Fill(rx.NumFreeFillSlots())
 	}
 	b.StopTimer()
+	syscalls(got)
 	mpps(b, got, start)
-	st, _ := rx.Stats()
-	syscallsPerPacket(b, st.Polls+st.Backend["rx_kicks"], got)
 }
 
 // BenchmarkForward receives, rewrites the source MAC in place, transmits
