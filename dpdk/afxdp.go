@@ -3,7 +3,15 @@
 package dpdk
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/packetio/packetio/dpdk/internal/eal"
 	"github.com/packetio/packetio/dpdk/internal/queue"
@@ -158,3 +166,124 @@ func (x xskRx) RxBurst(out []uint64) int {
 }
 
 func (x xskRx) Poke() {}
+
+// The kernel's copy-mode transmit sends at most a socket's budget of
+// frames per sendto (XDP_MAX_TX_SKB_BUDGET, 32 unless raised), and
+// net_af_xdp kicks once a burst and again for as long as the kernel says
+// EAGAIN: a burst of 64 costs two system calls, and the budget nobody
+// raises is what testpmd runs with. packetio raises the budget of the
+// driver's sockets to their transmit ring, as the afxdp backend does for
+// its own, so one kick sends a burst. The sockets are the driver's: the
+// XDP sockets this process holds after the receive queues are set up that
+// it did not hold before (the driver makes one per receive queue there,
+// under ctlMu), each transmit ring as deep as its receive ring. Where that
+// is not one socket a queue (another backend in this process binding XDP
+// sockets at the same moment), or the kernel has no such option, the
+// sockets keep 32: Info.TxBudget says what they have, Info.TxBudgetKept
+// why.
+
+// defaultTxBudget is the kernel's budget of a socket nobody raised.
+const defaultTxBudget = 32
+
+// xdpSockets returns the XDP sockets this process holds, by inode, from
+// /proc/self/fd: the descriptors that are sockets and answer a SOL_XDP
+// getsockopt.
+func xdpSockets() (map[uint64]int, error) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	socks := make(map[uint64]int)
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		link, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // closed since the listing
+		}
+		ino, ok := strings.CutPrefix(link, "socket:[")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSuffix(ino, "]"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if _, err := unix.GetsockoptInt(fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
+			socks[n] = fd
+		}
+	}
+	return socks, nil
+}
+
+// newSockets returns the descriptors of the sockets in after that are not
+// in before, in descriptor order.
+func newSockets(before, after map[uint64]int) []int {
+	var fds []int
+	for ino, fd := range after {
+		if _, old := before[ino]; !old {
+			fds = append(fds, fd)
+		}
+	}
+	slices.Sort(fds)
+	return fds
+}
+
+// raiseBudget sets fd's transmit budget to ring, or to the largest power
+// of two below it the kernel takes (it refuses one above the socket's
+// ring), and returns the budget the socket has.
+func raiseBudget(fd, ring int) (int, error) {
+	var err error
+	for b := ring; b > defaultTxBudget; b /= 2 {
+		if err = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, b); err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, unix.EACCES) {
+			break
+		}
+	}
+	return defaultTxBudget, err
+}
+
+// snapshotSockets notes the XDP sockets this process holds before the
+// driver makes the port's.
+func (ps *portSetup) snapshotSockets() error {
+	if ps.xsk {
+		ps.xskBefore, ps.xskListErr = xdpSockets()
+	}
+	return nil
+}
+
+// raiseTxBudget raises the transmit budget of the port's sockets and
+// records in Info.TxBudget the least budget one of them has
+// (defaultTxBudget where one could not be raised, and in
+// Info.TxBudgetKept why). It never fails the open: the port works at
+// either budget.
+func (ps *portSetup) raiseTxBudget() error {
+	if !ps.xsk {
+		return nil
+	}
+	ps.d.info.TxBudget = defaultTxBudget
+	after, err := xdpSockets()
+	if err = errors.Join(ps.xskListErr, err); err != nil {
+		ps.d.info.TxBudgetKept = "listing this process's XDP sockets: " + err.Error()
+		return nil
+	}
+	fds := newSockets(ps.xskBefore, after)
+	if len(fds) != ps.c.rxQueues {
+		ps.d.info.TxBudgetKept = fmt.Sprintf("%d XDP sockets appeared for %d receive queues: left as they are", len(fds), ps.c.rxQueues)
+		return nil
+	}
+	for i, fd := range fds {
+		budget, err := raiseBudget(fd, ps.rxDepth)
+		if err != nil {
+			ps.d.info.TxBudgetKept = fmt.Sprintf("setsockopt XDP_MAX_TX_SKB_BUDGET %d: %v", ps.rxDepth, err)
+		}
+		if i == 0 || budget < ps.d.info.TxBudget {
+			ps.d.info.TxBudget = budget
+		}
+	}
+	return nil
+}

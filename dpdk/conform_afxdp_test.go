@@ -136,6 +136,10 @@ func checkAFXDPDevice(t *testing.T, d *Device) {
 	if c.ZeroCopy {
 		t.Fatal("ZeroCopy claimed: the kernel binds a veth in copy mode")
 	}
+	// Every open finds its socket among those earlier ports leaked.
+	if in.TxBudget != 256 || in.TxBudgetKept != "" {
+		t.Fatalf("TxBudget %d (%q), want 256, the socket's transmit ring (afxdpOpts)", in.TxBudget, in.TxBudgetKept)
+	}
 }
 
 // TestAFXDPRefusalsLeaveNothingBehind: a steering filter (no flow engine)

@@ -57,6 +57,17 @@ type Info struct {
 	EALArgs []string
 	// Steering describes the installed filter.
 	Steering string
+	// TxBudget is, on net_af_xdp, the most frames one kick of a transmit
+	// queue sends: the kernel's XDP_MAX_TX_SKB_BUDGET of the driver's
+	// sockets (the least of them, with several queues). packetio raises it
+	// from the kernel's 32 to the socket's transmit ring, so the driver
+	// sends a burst with one sendto rather than one per 32 frames, where
+	// the kernel has the option (6.18 does). It stays 32 where the kernel
+	// has no such option, or where the driver's sockets cannot be told
+	// from others this process opened at the same moment, and
+	// TxBudgetKept then says why. 0 on other drivers.
+	TxBudget     int
+	TxBudgetKept string
 }
 
 // Device is an open DPDK port.
@@ -206,9 +217,11 @@ type portSetup struct {
 	kept               eal.Offloads
 	txFrames, rxFrames int
 	pairs              []*xskPair
-	hosts              []xskHost // net_af_xdp: pair i's mempool, holding both queues' frames
-	first              int       // next free frame of the region
-	numaBound          bool      // in.Socket is a node whose hugepages hold the region
+	hosts              []xskHost      // net_af_xdp: pair i's mempool, holding both queues' frames
+	first              int            // next free frame of the region
+	numaBound          bool           // in.Socket is a node whose hugepages hold the region
+	xskBefore          map[uint64]int // net_af_xdp: this process's XDP sockets before setupRx
+	xskListErr         error          // listing them failed
 }
 
 // open brings the port up in named steps; the caller tears down whatever
@@ -222,8 +235,10 @@ func (d *Device) open(name, driver string, c *config) error {
 		ps.configure,
 		ps.reserveRegion,
 		ps.setupTx,
+		ps.snapshotSockets,
 		ps.setupRx,
 		ps.start,
+		ps.raiseTxBudget,
 	} {
 		if err := step(); err != nil {
 			return err

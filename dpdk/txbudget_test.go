@@ -1,0 +1,149 @@
+//go:build dpdk && linux && amd64 && cgo
+
+package dpdk
+
+import (
+	"reflect"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/packetio/packetio/internal/netns"
+	"github.com/packetio/packetio/internal/testenv"
+)
+
+// TestNewSockets: the port's sockets are those that were not there
+// before, whatever descriptors they got, in descriptor order.
+func TestNewSockets(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[uint64]int
+		want          []int
+	}{
+		{"none before", nil, map[uint64]int{7: 12, 5: 10}, []int{10, 12}},
+		{"one kept, one new", map[uint64]int{5: 10}, map[uint64]int{5: 10, 9: 11}, []int{11}},
+		{"a descriptor reused by a new socket", map[uint64]int{5: 10}, map[uint64]int{6: 10}, []int{10}},
+		{"one closed, none new", map[uint64]int{5: 10, 6: 11}, map[uint64]int{5: 10}, nil},
+		{"nothing", nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := newSockets(tc.before, tc.after); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("newSockets = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRaiseBudgetRefused: a descriptor that is no XDP socket keeps the
+// kernel's budget, with the kernel's error.
+func TestRaiseBudgetRefused(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	if b, err := raiseBudget(fds[0], 1024); b != defaultTxBudget || err == nil {
+		t.Errorf("raiseBudget on a unix socket = %d, %v; want %d and an error", b, err, defaultTxBudget)
+	}
+	if b, err := raiseBudget(fds[0], defaultTxBudget); b != defaultTxBudget || err != nil {
+		t.Errorf("raiseBudget to the default = %d, %v; want %d, nothing asked of the kernel", b, err, defaultTxBudget)
+	}
+}
+
+// TestAFXDPOneKickABurst: net_af_xdp's sockets get a transmit budget of
+// their ring (Info.TxBudget), so the driver sends a burst of 200 with one
+// kick, where at the kernel's budget of 32 it kicks until the ring is
+// empty, seven times; the kernel counts the calls on the sending thread.
+// At batch 64 sending costs at most one system call per 32 packets: the
+// kick, and the empty burst Complete pokes the driver with to reap its
+// completions (which keeps the frames SendFunc reuses the ones sent
+// last).
+func TestAFXDPOneKickABurst(t *testing.T) {
+	// The driver leaks the sockets of ports closed before (README.md), so
+	// the port's socket is the one its Open added.
+	held, err := xdpSockets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := openAFXDP(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in := d.Info()
+	if in.TxBudget != 256 || in.TxBudgetKept != "" { // afxdpOpts: WithRxDepth(256), the socket's rings
+		t.Fatalf("TxBudget %d (%q), want 256, the transmit ring", in.TxBudget, in.TxBudgetKept)
+	}
+	c := testenv.ThreadSyscalls(t)
+	tx := d.TxQueue(0)
+	// send makes bursts calls of SendFunc(batch) and returns the system
+	// calls the thread made.
+	send := func(bursts, batch int) uint64 {
+		t.Helper()
+		settle(tx)
+		before, err := c.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent, short := 0, 0
+		for sent < bursts*batch {
+			n, err := tx.SendFunc(batch, benchBuild)
+			if err != nil {
+				t.Fatalf("SendFunc after %d: %v", sent, err)
+			}
+			if n < batch {
+				if short++; short > 100 {
+					t.Fatalf("sent %d of %d frames, %d bursts short of frames", sent, bursts*batch, short)
+				}
+			}
+			sent += n
+		}
+		after, err := c.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after - before - 1 // the second read is not the loop's
+	}
+
+	const bursts = 100
+	raised := send(bursts, 200)
+	all, err := xdpSockets()
+	socks := newSockets(held, all)
+	if err != nil || len(socks) != 1 {
+		t.Fatalf("XDP sockets the port's Open added: %v (%v); want its one", socks, err)
+	}
+	setBudget := func(b int) {
+		for _, fd := range socks {
+			if err := unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setBudget(defaultTxBudget)
+	kernels := send(bursts, 200)
+	setBudget(256)
+	// Two a burst (its kick, a poke), and a few for Go's runtime.
+	if limit := uint64(2*bursts + bursts/10); raised > limit || kernels < 5*bursts {
+		t.Errorf("%d bursts of 200: %d system calls at the raised budget (want at most %d), %d at the kernel's (want 5 a burst or more)", bursts, raised, limit, kernels)
+	}
+	t.Logf("%d bursts of 200: %d system calls at the raised budget, %d at the kernel's", bursts, raised, kernels)
+
+	if calls, limit := send(2*bursts, 64), uint64(2*2*bursts+bursts/10); calls > limit {
+		t.Errorf("%d bursts of 64: %d system calls, want at most %d (one per 32 packets)", 2*bursts, calls, limit)
+	} else {
+		t.Logf("%d bursts of 64: %d system calls", 2*bursts, calls)
+	}
+
+	// A second port finds its own socket, not the first's as well (which
+	// would make two new sockets for one queue, and leave both alone).
+	p2 := netns.New(t)
+	d2, err := openIn(t, p2.A, "net_af_xdp1,iface="+p2.A.Link, append(afxdpOpts(), WithRxDepth(512))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if in := d2.Info(); in.TxBudget != 512 || in.TxBudgetKept != "" {
+		t.Errorf("second port: TxBudget %d (%q), want 512, its ring", in.TxBudget, in.TxBudgetKept)
+	}
+}
