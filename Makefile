@@ -103,6 +103,7 @@ bench: deps
 	mkdir -p $(BENCHOUT)
 	for i in $$(seq $(BENCHCOUNT)); do \
 		$(REQUIRED) $(GO) test -run XXX -bench . -benchtime $(BENCHN) -count 1 ./afxdp/ ./afxdp/xdp/ ./afpacket/ || exit 1; \
+		$(REQUIRED) $(GO) test -run XXX -bench . -benchtime $(BENCHN) -count 1 -tags dpdk ./dpdk/ || exit 1; \
 	done | tee $(BENCHOUT)/bench.txt
 	$(GO) run -tags dpdk ./examples/sweep -passes $(BENCHCOUNT) -out $(BENCHOUT)/sweep
 

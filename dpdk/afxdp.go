@@ -203,19 +203,29 @@ func xdpSockets() (map[uint64]int, error) {
 		if err != nil {
 			continue // closed since the listing
 		}
-		ino, ok := strings.CutPrefix(link, "socket:[")
+		ino, ok := socketInode(link)
 		if !ok {
 			continue
 		}
-		n, err := strconv.ParseUint(strings.TrimSuffix(ino, "]"), 10, 64)
-		if err != nil {
-			continue
-		}
 		if _, err := unix.GetsockoptInt(fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
-			socks[n] = fd
+			socks[ino] = fd
 		}
 	}
 	return socks, nil
+}
+
+// socketInode reads the inode out of a socket descriptor's /proc link,
+// "socket:[12345]"; ok is false for anything else.
+func socketInode(link string) (ino uint64, ok bool) {
+	s, ok := strings.CutPrefix(link, "socket:[")
+	if !ok {
+		return 0, false
+	}
+	if s, ok = strings.CutSuffix(s, "]"); !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
 }
 
 // newSockets returns the descriptors of the sockets in after that are not

@@ -4,6 +4,8 @@ package dpdk
 
 import (
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -32,6 +34,23 @@ func TestNewSockets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSocketInode: a /proc link is a socket's only when it is
+// "socket:[N]" with N a number, and the inode is that number.
+func FuzzSocketInode(f *testing.F) {
+	for _, seed := range []string{"socket:[12345]", "socket:[]", "socket:[12", "socket:12]", "pipe:[7]", "anon_inode:[perf_event]", "/dev/null", "socket:[+1]", "socket:[007]"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, link string) {
+		ino, ok := socketInode(link)
+		inner, framed := strings.CutPrefix(link, "socket:[")
+		inner, closed := strings.CutSuffix(inner, "]")
+		want, err := strconv.ParseUint(inner, 10, 64)
+		if wantOK := framed && closed && err == nil; ok != wantOK || (ok && ino != want) {
+			t.Errorf("socketInode(%q) = %d, %v; want %d, %v", link, ino, ok, want, wantOK)
+		}
+	})
 }
 
 // TestRaiseBudgetRefused: a descriptor that is no XDP socket keeps the

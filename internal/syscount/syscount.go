@@ -68,7 +68,7 @@ func (c *Counter) Count() (uint64, error) {
 	var b [8]byte
 	for {
 		n, err := unix.Read(c.fd, b[:])
-		if err == unix.EINTR {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
