@@ -21,6 +21,9 @@ type Traits struct {
 	BusyPoll string
 	// Stamps is "on", "off", "on (the kernel's, always)" or "n/a".
 	Stamps string
+	// Kick is what one transmit kick sends, where the backend reads it
+	// back ("up to 1024 frames a kick"), or "".
+	Kick string
 }
 
 // traitsOf reads a device's traits, per backend; registered with the
@@ -68,9 +71,13 @@ func (l Line) String() string {
 	if !l.Rx {
 		t.Stamps = "n/a" // arrival stamps are for what is received
 	}
+	mode := t.Mode
+	if l.Tx && t.Kick != "" {
+		mode += ", " + t.Kick
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s on %s, %s, %s, need-wakeup %s, busy-poll %s, stamps %s, batch %d, %s",
-		l.Program, l.Backend, l.Iface, l.queues(), t.Mode, t.NeedWakeup, t.BusyPoll, t.Stamps, l.Batch, CPUString(l.CPUs))
+		l.Program, l.Backend, l.Iface, l.queues(), mode, t.NeedWakeup, t.BusyPoll, t.Stamps, l.Batch, CPUString(l.CPUs))
 	if l.Feed != "" {
 		fmt.Fprintf(&b, "; %s", l.Feed)
 	}

@@ -57,10 +57,17 @@ func hugePages() bool {
 
 func init() {
 	traitsOf["dpdk"] = func(d packetio.Device, _ Config) Traits {
-		mode := "n/a"
+		t := Traits{Mode: "n/a", NeedWakeup: "n/a", BusyPoll: "always (a polling driver)", Stamps: "n/a"}
 		if x, ok := d.(*dpdk.Device); ok {
-			mode = "poll-mode driver " + x.Info().Driver
+			in := x.Info()
+			t.Mode = "poll-mode driver " + in.Driver
+			if in.TxBudget > 0 { // net_af_xdp
+				t.Kick = fmt.Sprintf("up to %d frames a kick", in.TxBudget)
+				if in.TxBudgetKept != "" {
+					t.Kick += " (" + in.TxBudgetKept + ")"
+				}
+			}
 		}
-		return Traits{Mode: mode, NeedWakeup: "n/a", BusyPoll: "always (a polling driver)", Stamps: "n/a"}
+		return t
 	}
 }
