@@ -76,8 +76,7 @@ func TestRaiseBudgetRefused(t *testing.T) {
 // empty, seven times; the kernel counts the calls on the sending thread.
 // At batch 64 sending costs at most one system call per 32 packets: the
 // kick, and the empty burst Complete pokes the driver with to reap its
-// completions (which keeps the frames SendFunc reuses the ones sent
-// last).
+// completions (so the frames SendFunc reuses are those it sent last).
 func TestAFXDPOneKickABurst(t *testing.T) {
 	// The driver leaks the sockets of ports closed before (README.md), so
 	// the port's socket is the one its Open added.
