@@ -37,20 +37,48 @@ func TestNewSockets(t *testing.T) {
 }
 
 // FuzzSocketInode: a /proc link is a socket's only when it is
-// "socket:[N]" with N a number, and the inode is that number.
+// "socket:[N]" with N decimal digits, and the inode is N; a link of that
+// form whose number fits 64 bits is never refused.
 func FuzzSocketInode(f *testing.F) {
-	for _, seed := range []string{"socket:[12345]", "socket:[]", "socket:[12", "socket:12]", "pipe:[7]", "anon_inode:[perf_event]", "/dev/null", "socket:[+1]", "socket:[007]"} {
+	for _, seed := range []string{"socket:[12345]", "socket:[]", "socket:[12", "socket:12]", "pipe:[7]", "anon_inode:[perf_event]", "/dev/null", "socket:[+1]", "socket:[007]", "socket:[18446744073709551616]"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, link string) {
 		ino, ok := socketInode(link)
 		inner, framed := strings.CutPrefix(link, "socket:[")
 		inner, closed := strings.CutSuffix(inner, "]")
-		want, err := strconv.ParseUint(inner, 10, 64)
-		if wantOK := framed && closed && err == nil; ok != wantOK || (ok && ino != want) {
-			t.Errorf("socketInode(%q) = %d, %v; want %d, %v", link, ino, ok, want, wantOK)
+		digits := framed && closed && inner != "" && strings.Trim(inner, "0123456789") == ""
+		significant := strings.TrimLeft(inner, "0")
+		switch {
+		case ok && !digits:
+			t.Errorf("socketInode(%q) = %d: took a link that is no socket:[N]", link, ino)
+		case ok && significant != strings.TrimLeft(strconv.FormatUint(ino, 10), "0"):
+			t.Errorf("socketInode(%q) = %d: not the number in the link", link, ino)
+		case !ok && digits && len(significant) < 20: // fewer than 20 digits always fit
+			t.Errorf("socketInode(%q) refused a socket link", link)
 		}
 	})
+}
+
+// TestTxBudgetLeavesStrangersAlone: when more XDP sockets appear during an
+// Open than it has receive queues (another backend binding at the same
+// moment), none is touched and Info says why the budget stayed the
+// kernel's.
+func TestTxBudgetLeavesStrangersAlone(t *testing.T) {
+	testenv.NeedRoot(t)
+	ps := &portSetup{d: &Device{}, c: &config{rxQueues: 1}, xsk: true, rxDepth: 256}
+	ps.snapshotSockets()
+	for range 2 {
+		fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			testenv.CannotRun(t, "an AF_XDP socket: %v", err)
+		}
+		defer unix.Close(fd)
+	}
+	ps.raiseTxBudget()
+	if in := ps.d.info; in.TxBudget != defaultTxBudget || in.TxBudgetKept != "2 XDP sockets appeared for 1 receive queues: left as they are" {
+		t.Errorf("TxBudget %d, kept %q; want %d and why", in.TxBudget, in.TxBudgetKept, defaultTxBudget)
+	}
 }
 
 // TestRaiseBudgetRefused: a descriptor that is no XDP socket keeps the
