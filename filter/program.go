@@ -204,7 +204,19 @@ func NeedsVLAN(ms ...[]Match) bool {
 // and the pass and verdict tails. It refuses (with packetio.ErrUnsupported)
 // a program with no matches, a match that carries an error or breaks the
 // block contract, and a program longer than the kernel takes.
+//
+// The result is optimized (optimize): the blocks' repeated guards, the
+// fillers that hold their labels and whatever no packet reaches are
+// gone: a packet the sweep's filter (a destination prefix and a UDP
+// port) takes runs 39 instructions where it ran 51, and one that
+// SteeringFilter{Promiscuous: true} takes 6 where it ran 20
+// (testdata/optimized).
 func (pc Program) Instructions() (asm.Instructions, error) {
+	return pc.assemble(true)
+}
+
+// assemble is Instructions, optimized or as the blocks were assembled.
+func (pc Program) assemble(optimized bool) (asm.Instructions, error) {
 	if err := Validate(pc.Matches, pc.Except); err != nil {
 		return nil, err
 	}
@@ -231,6 +243,9 @@ func (pc Program) Instructions() (asm.Instructions, error) {
 		asm.Return(),
 	)
 	insns = append(insns, tail(pc)...)
+	if optimized {
+		insns = optimize(insns)
+	}
 	if len(insns) > maxProgramInsns {
 		return nil, fmt.Errorf("%w: the filter program is %d instructions, more than the kernel's %d", packetio.ErrUnsupported, len(insns), maxProgramInsns)
 	}

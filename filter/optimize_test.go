@@ -1,0 +1,251 @@
+package filter
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/internal/steerfuzz"
+	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/internal/testframe"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden listings in testdata/")
+
+// listing prints insns one per line, labels on their own lines.
+func listing(insns asm.Instructions) string {
+	var b strings.Builder
+	for _, ins := range insns {
+		if s := ins.Symbol(); s != "" {
+			fmt.Fprintf(&b, "%s:\n", s)
+		}
+		fmt.Fprintf(&b, "\t%v\n", ins)
+	}
+	return b.String()
+}
+
+// TestOptimizeRewrites runs each rewrite of optimize on a small program,
+// and the cases where it must leave the program alone.
+func TestOptimizeRewrites(t *testing.T) {
+	bounds := func(base asm.Register, n int, miss string) asm.Instructions { return boundsTo(base, n, miss) }
+	cat := func(parts ...any) asm.Instructions {
+		var out asm.Instructions
+		for _, p := range parts {
+			switch p := p.(type) {
+			case asm.Instruction:
+				out = append(out, p)
+			case asm.Instructions:
+				out = append(out, p...)
+			}
+		}
+		return out
+	}
+	miss := asm.Instructions{asm.Mov.Imm(asm.R0, actPass).WithSymbol("miss"), asm.Return()}
+	hit := asm.Instructions{asm.Mov.Imm(asm.R0, actTX).WithSymbol("hit"), asm.Return()}
+	for _, tc := range []struct {
+		name     string
+		in, want asm.Instructions
+	}{
+		{"a jump to the next instruction goes",
+			cat(asm.Ja.Label("next"), asm.Mov.Imm(asm.R0, 1).WithSymbol("next"), asm.Return()),
+			cat(asm.Mov.Imm(asm.R0, 1).WithSymbol("next"), asm.Return())},
+		{"a write overwritten before any read goes, its label moving on",
+			cat(asm.Mov.Imm(asm.R0, 0).WithSymbol("entry"), asm.Mov.Imm(asm.R0, 3), asm.Return()),
+			cat(asm.Mov.Imm(asm.R0, 3).WithSymbol("entry"), asm.Return())},
+		{"a repeated bounds check goes, a shorter one too",
+			cat(bounds(asm.R9, 34, "miss"), bounds(asm.R9, 34, "miss"), bounds(asm.R9, 20, "hit"), asm.Ja.Label("hit"), miss, hit),
+			cat(bounds(asm.R9, 34, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a longer bounds check stays",
+			cat(bounds(asm.R9, 34, "miss"), bounds(asm.R9, 38, "miss"), asm.Ja.Label("hit"), miss, hit),
+			cat(bounds(asm.R9, 34, "miss"), bounds(asm.R9, 38, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a bounds check a branch enters stays",
+			cat(asm.JEq.Imm(asm.R1, 1, "again"), bounds(asm.R9, 34, "miss"), asm.Mov.Reg(asm.R0, asm.R9).WithSymbol("again"),
+				asm.Add.Imm(asm.R0, 34), asm.JGT.Reg(asm.R0, DataEndRegister, "miss"), asm.Ja.Label("hit"), miss, hit),
+			cat(asm.JEq.Imm(asm.R1, 1, "again"), bounds(asm.R9, 34, "miss"), asm.Mov.Reg(asm.R0, asm.R9).WithSymbol("again"),
+				asm.Add.Imm(asm.R0, 34), asm.JGT.Reg(asm.R0, DataEndRegister, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a bounds check from a base written since stays",
+			cat(bounds(asm.R2, 18, "miss"), asm.Add.Imm(asm.R2, 4), bounds(asm.R2, 18, "miss"), asm.Ja.Label("hit"), miss, hit),
+			cat(bounds(asm.R2, 18, "miss"), asm.Add.Imm(asm.R2, 4), bounds(asm.R2, 18, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a repeated bounds check whose R0 is read after stays",
+			cat(bounds(asm.R9, 34, "miss"), bounds(asm.R9, 34, "miss"), asm.JEq.Imm(asm.R0, 7, "hit"), miss, hit),
+			cat(bounds(asm.R9, 34, "miss"), bounds(asm.R9, 34, "miss"), asm.JEq.Imm(asm.R0, 7, "hit"), miss, hit)},
+		{"a repeated load and compare goes",
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), byteIs(23, 17, "miss"), etherTypeIs(EtherTypeIPv4, "miss"), asm.Ja.Label("hit"), miss, hit),
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), byteIs(23, 17, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a load and compare after a store stays",
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), asm.StoreMem(asm.R10, -8, asm.R1, asm.DWord), etherTypeIs(EtherTypeIPv4, "miss"), asm.Ja.Label("hit"), miss, hit),
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), asm.StoreMem(asm.R10, -8, asm.R1, asm.DWord), etherTypeIs(EtherTypeIPv4, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a load and compare after a call stays",
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), asm.FnKtimeGetNs.Call(), etherTypeIs(EtherTypeIPv4, "miss"), asm.Ja.Label("hit"), miss, hit),
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), asm.FnKtimeGetNs.Call(), etherTypeIs(EtherTypeIPv4, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a compare of another value stays",
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), etherTypeIs(EtherTypeIPv6, "miss"), asm.Ja.Label("hit"), miss, hit),
+			cat(etherTypeIs(EtherTypeIPv4, "miss"), etherTypeIs(EtherTypeIPv6, "miss"), asm.Ja.Label("hit"), miss, hit)},
+		{"a jump on a constant is decided, and what it skips goes",
+			cat(asm.Mov.Imm(asm.R0, 1), asm.JEq.Imm(asm.R0, 0, "miss"), asm.JNE.Imm(asm.R0, 0, "hit"), miss, hit),
+			cat(hit)},
+		{"a jump without a label leaves the program alone",
+			cat(asm.Ja.Label("next"), asm.Mov.Imm(asm.R0, 1).WithSymbol("next"), asm.Instruction{OpCode: asm.Ja.Op(asm.ImmSource), Offset: 0}, asm.Return()),
+			cat(asm.Ja.Label("next"), asm.Mov.Imm(asm.R0, 1).WithSymbol("next"), asm.Instruction{OpCode: asm.Ja.Op(asm.ImmSource), Offset: 0}, asm.Return())},
+		{"a tail that loads a map and no path reaches stays, with everything else",
+			cat(asm.Mov.Imm(asm.R0, 1), asm.JEq.Imm(asm.R0, 0, "redirect"), miss,
+				asm.LoadMapPtr(asm.R1, 0).WithReference(XSKMapName).WithSymbol("redirect"), asm.FnRedirectMap.Call(), asm.Return()),
+			cat(asm.Mov.Imm(asm.R0, 1), asm.JEq.Imm(asm.R0, 0, "redirect"), miss,
+				asm.LoadMapPtr(asm.R1, 0).WithReference(XSKMapName).WithSymbol("redirect"), asm.FnRedirectMap.Call(), asm.Return())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := optimize(append(asm.Instructions(nil), tc.in...))
+			if g, w := listing(got), listing(tc.want); g != w {
+				t.Errorf("got\n%swant\n%s", g, w)
+			}
+		})
+	}
+}
+
+// sweepFilter is the steering filter examples/sweep and examples/drop
+// measure: a destination prefix and a UDP port.
+func sweepFilter(t testing.TB) Match {
+	m, err := Steering(packetio.SteeringFilter{Match: append([]packetio.Match{packetio.MatchDstIP(netip.MustParsePrefix("10.99.1.0/24"))},
+		packetio.MatchDstPort(packetio.IPProtoUDP, 9)...)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestOptimizedListings keeps the optimized programs of the filters the
+// examples and the sweep run, and how many instructions a packet they
+// take runs, in testdata/optimized (go test -run TestOptimizedListings
+// -update rewrites them).
+func TestOptimizedListings(t *testing.T) {
+	udp9, err := Steering(packetio.SteeringFilter{Match: packetio.MatchDstPort(packetio.IPProtoUDP, 9)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := testframe.Spec{Dst: "10.99.1.2", DPort: 9}.Build(t)
+	for _, tc := range []struct {
+		file            string
+		pc              Program
+		before, after   int // instructions a taken packet runs
+		beforeN, afterN int // instructions in the program
+	}{
+		{"promiscuous.txt", Program{Matches: []Match{MatchAll()}, Verdict: VerdictRedirect}, 20, 6, 23, 6},
+		{"prefix-and-udp-port.txt", Program{Matches: []Match{sweepFilter(t)}, Verdict: VerdictRedirect}, 51, 39, 66, 42},
+		{"udp-port.txt", Program{Matches: []Match{udp9}, Verdict: VerdictRedirect}, 40, 36, 55, 49},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			plain, err := tc.pc.assemble(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt, err := tc.pc.Instructions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, verdict1 := run(t, plain, taken)
+			after, verdict2 := run(t, opt, taken)
+			if verdict1 != actRedirect || verdict2 != actRedirect {
+				t.Fatalf("the frame was not taken: %d before, %d after", verdict1, verdict2)
+			}
+			if before != tc.before || after != tc.after || len(plain) != tc.beforeN || len(opt) != tc.afterN {
+				t.Errorf("a taken packet runs %d instructions, %d before optimizing (want %d, %d); the program has %d, %d before (want %d, %d)",
+					after, before, tc.after, tc.before, len(opt), len(plain), tc.afterN, tc.beforeN)
+			}
+			golden := filepath.Join("testdata", "optimized", tc.file)
+			got := fmt.Sprintf("# %d instructions, %d on the path of a packet it takes (%d and %d before optimizing)\n%s",
+				len(opt), after, len(plain), before, listing(opt))
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestOptimizedListings -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs:\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestOptimizedSameVerdicts loads each filter both ways and runs every
+// frame of the steering fuzzers through both: the verdicts must agree.
+func TestOptimizedSameVerdicts(t *testing.T) {
+	testenv.NeedBPF(t)
+	_ = rlimit.RemoveMemlock()
+	frames := steerfuzz.Frames(t)
+	local := func() ([][6]byte, error) { return [][6]byte{{0x02, 0, 0, 0, 0, 0x0b}}, nil }
+	var programs []Program
+	for _, seed := range [][]byte{
+		{6, 1}, {7, 0}, {6, 0, 6, 3}, {1, 0, 6, 1}, {4, 0, 5, 2}, {0, 0, 3, 2}, {2, 0, 1, 1},
+		{3, 1, 4, 3}, {5, 3, 6, 2}, {2, 2, 0, 1}, {1, 1, 2, 1, 3, 0}, {4, 1, 5, 0, 6, 1, 7, 0},
+	} {
+		m, err := Steering(steerfuzz.Filter(seed, false), local)
+		if err != nil {
+			continue
+		}
+		programs = append(programs, Program{Matches: []Match{m}})
+	}
+	mgmt := ManagementRules([]uint16{22}, nil)
+	programs = append(programs,
+		Program{Matches: []Match{sweepFilter(t)}},
+		Program{Matches: []Match{MatchAll()}, Except: mgmt},
+		Program{Matches: []Match{MatchAny(MatchAnd(MatchEtherType(EtherTypeIPv4), MatchUDPPort(53)), MatchL4Port(protoTCP, false, 9000, 53))}},
+		Program{Matches: []Match{MatchAnd(MatchVLAN(5), MatchL4Port(protoUDP, true, 53)), MatchDstIP("2001:db8::/32")}, Except: mgmt},
+		Program{Matches: []Match{MatchNone()}},
+	)
+	var pacer steerfuzz.Pacer
+	for i, pc := range programs {
+		pc.Verdict = VerdictTX
+		plain, err := pc.assemble(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, err := pc.Instructions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(opt) > len(plain) {
+			t.Errorf("program %d: %d instructions optimized, %d before", i, len(opt), len(plain))
+		}
+		pacer.Wait()
+		p1 := load(t, plain)
+		p2 := load(t, opt)
+		for j, f := range frames {
+			v1, err1 := p1.Run(&ebpf.RunOptions{Data: f})
+			v2, err2 := p2.Run(&ebpf.RunOptions{Data: f})
+			if err1 != nil || err2 != nil {
+				t.Fatalf("program %d, frame %d: %v, %v", i, j, err1, err2)
+			}
+			if v1 != v2 {
+				t.Errorf("program %d (%v), frame %d: %d as assembled, %d optimized\n%s", i, pc.Matches, j, v1, v2, listing(opt))
+			}
+		}
+		p1.Close()
+		p2.Close()
+	}
+}
+
+// load loads an XDP program from insns, for the test's life.
+func load(t *testing.T, insns asm.Instructions) *ebpf.Program {
+	t.Helper()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: programName, Type: ebpf.XDP, License: programLicense, Instructions: insns})
+	if err != nil {
+		t.Fatalf("load: %+v\n%s", err, listing(insns))
+	}
+	return p
+}
