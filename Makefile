@@ -120,6 +120,7 @@ bench: deps
 FUZZMIN ?= 3s
 fuzz:
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzSteering$$' -fuzztime 1500x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./afxdp/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzOptimize$$' -fuzztime 100000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime 300x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/bpfmatch/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzDifferential$$' -fuzztime 300x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/cbpf/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzParse$$' -fuzztime 75000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./filter/pcapfilter/
