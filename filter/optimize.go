@@ -372,7 +372,9 @@ func regBit(r asm.Register) regs {
 
 const argRegs = regs(1<<asm.R1 | 1<<asm.R2 | 1<<asm.R3 | 1<<asm.R4 | 1<<asm.R5)
 
-// uses returns the registers ins reads and writes.
+// uses returns the registers ins may read and the registers it surely
+// writes: more reads or fewer writes than the truth only keep more
+// instructions.
 func uses(ins asm.Instruction) (read, write regs) {
 	op := ins.OpCode
 	switch op.Class() {
@@ -392,9 +394,11 @@ func uses(ins asm.Instruction) (read, write regs) {
 		return regBit(ins.Dst), 0
 	case asm.StXClass:
 		if op.Mode() == asm.AtomicMode {
-			// Fetching atomics write Src, a compare-exchange R0.
-			all := regBit(ins.Dst) | regBit(ins.Src) | regBit(asm.R0)
-			return all, regBit(ins.Src) | regBit(asm.R0)
+			// Which register an atomic writes depends on its kind
+			// (Src for a fetch, R0 for a compare-exchange, Dst for a
+			// load-acquire): say it reads all three and writes none,
+			// which can only keep more alive.
+			return regBit(ins.Dst) | regBit(ins.Src) | regBit(asm.R0), 0
 		}
 		return regBit(ins.Dst) | regBit(ins.Src), 0
 	}
