@@ -26,7 +26,11 @@ import (
 //     identical pair on that path (the field was already found equal);
 //   - a conditional jump on a register the instruction right before set
 //     to a constant (decided at assembly), and then whatever no path
-//     reaches.
+//     reaches;
+//
+// and then moves what the program keeps in callee-saved registers into
+// free argument registers where no call is in the way
+// (renameCalleeSaved), so the JIT saves and restores none.
 //
 // "The straight path" is one no jump enters and no call or store
 // crosses, along which the base registers are not written: the facts the
@@ -37,6 +41,11 @@ import (
 // would lose a map load or a call (a filter that matches nothing, whose
 // redirect tail no packet reaches, keeps it for its map).
 func optimize(insns asm.Instructions) asm.Instructions {
+	return renameCalleeSaved(shorten(insns))
+}
+
+// shorten is optimize before the registers are renamed.
+func shorten(insns asm.Instructions) asm.Instructions {
 	if !optimizable(insns) {
 		return insns
 	}
@@ -55,7 +64,118 @@ func optimize(insns asm.Instructions) asm.Instructions {
 	if !sameReferences(insns, out) {
 		return insns
 	}
+	return renameCalleeSaved(out)
+}
+
+// renameCalleeSaved moves the values the program keeps in R6-R9 into
+// R1-R5 where none of them lives across a call and the two registers are
+// never live at once. The JIT saves and restores every callee-saved
+// register a program uses, on each run (x86: push and pop of rbx,
+// r13-r15), and encodes R1-R4 shorter: a program that keeps everything in
+// R1-R5 runs the fewest instructions.
+func renameCalleeSaved(insns asm.Instructions) asm.Instructions {
+	if len(insns) == 0 || !optimizable(insns) {
+		return insns
+	}
+	for _, c := range []asm.Register{asm.R9, asm.R6, asm.R7, asm.R8} {
+		live := liveness(insns)
+		if !mentions(insns, c) || live[0]&regBit(c) != 0 || livesAcrossCall(insns, live, c) {
+			continue
+		}
+		for s := asm.R1; s <= asm.R5; s++ {
+			if !interferes(insns, live, c, s) {
+				insns = renameRegister(insns, c, s)
+				break
+			}
+		}
+	}
+	return dropSelfMoves(insns)
+}
+
+// dropSelfMoves removes 64-bit moves of a register to itself, which a
+// rename leaves where a value moved from the register it now shares.
+func dropSelfMoves(insns asm.Instructions) asm.Instructions {
+	for i := 0; i < len(insns); {
+		if ins := insns[i]; ins.OpCode == asm.Mov.Op(asm.RegSource) && ins.Dst == ins.Src && i+1 < len(insns) {
+			insns = remove(insns, i)
+			continue
+		}
+		i++
+	}
+	return insns
+}
+
+// mentions reports whether any instruction names r as an operand.
+func mentions(insns asm.Instructions, r asm.Register) bool {
+	for _, ins := range insns {
+		if ins.Dst == r && !isJump(ins.OpCode) || isJump(ins.OpCode) && isBranch(ins.OpCode) && ins.Dst == r || usesSrcReg(ins) && ins.Src == r {
+			return true
+		}
+	}
+	return false
+}
+
+// liveAfter returns the registers live right after instruction i.
+func liveAfter(insns asm.Instructions, live []regs, at map[string]int, i int) regs {
+	var out regs
+	op := insns[i].OpCode
+	if !isUnconditional(op) && i+1 < len(live) {
+		out |= live[i+1]
+	}
+	if isBranch(op) {
+		out |= live[at[insns[i].Reference()]]
+	}
 	return out
+}
+
+// livesAcrossCall reports whether r holds a value some call would destroy
+// were it in R1-R5.
+func livesAcrossCall(insns asm.Instructions, live []regs, r asm.Register) bool {
+	at := labelIndex(insns)
+	for i, ins := range insns {
+		if isJump(ins.OpCode) && ins.OpCode.JumpOp() == asm.Call && liveAfter(insns, live, at, i)&regBit(r) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// interferes reports whether c and s are ever live at once, or one is
+// written while the other is live.
+func interferes(insns asm.Instructions, live []regs, c, s asm.Register) bool {
+	at := labelIndex(insns)
+	both := regBit(c) | regBit(s)
+	if live[0]&regBit(s) != 0 {
+		return true // s holds something on entry (R1: the context)
+	}
+	for i, ins := range insns {
+		if live[i]&both == both {
+			return true
+		}
+		_, write := uses(ins)
+		after := liveAfter(insns, live, at, i)
+		if write&regBit(c) != 0 && after&regBit(s) != 0 || write&regBit(s) != 0 && after&regBit(c) != 0 {
+			return true
+		}
+		if ins.OpCode.Class() == asm.StXClass && ins.OpCode.Mode() == asm.AtomicMode && (ins.Dst == c || ins.Src == c) {
+			return true // its writes are not modelled: keep it as it is
+		}
+	}
+	return false
+}
+
+// renameRegister replaces register operand c with s everywhere.
+func renameRegister(insns asm.Instructions, c, s asm.Register) asm.Instructions {
+	for i, ins := range insns {
+		if ins.Dst == c && (!isJump(ins.OpCode) || isBranch(ins.OpCode)) {
+			ins.Dst = s
+		}
+		if usesSrcReg(ins) && ins.Src == c {
+			ins.Src = s
+		}
+		insns[i] = ins
+	}
+	return insns
 }
 
 // optimizable reports whether every jump names its target by label and
@@ -406,7 +526,7 @@ func uses(ins asm.Instruction) (read, write regs) {
 	case asm.Exit:
 		return regBit(asm.R0), 0
 	case asm.Call:
-		return argRegs, argRegs | regBit(asm.R0)
+		return callArgs(ins), argRegs | regBit(asm.R0)
 	case asm.Ja:
 		return 0, 0
 	}
@@ -415,6 +535,24 @@ func uses(ins asm.Instruction) (read, write regs) {
 		read |= regBit(ins.Src)
 	}
 	return read, 0
+}
+
+// callArgs returns the registers a call reads: the arguments of the
+// helpers the programs here call, all five for any other call.
+func callArgs(ins asm.Instruction) regs {
+	if !ins.IsBuiltinCall() {
+		return argRegs
+	}
+	n := 5
+	switch asm.BuiltinFunc(ins.Constant) {
+	case asm.FnKtimeGetNs:
+		n = 0
+	case asm.FnMapLookupElem, asm.FnXdpAdjustHead, asm.FnXdpAdjustMeta:
+		n = 2
+	case asm.FnRedirectMap:
+		n = 3
+	}
+	return argRegs & (1<<(n+1) - 1)
 }
 
 // liveness returns, for each instruction, the registers live on entry to

@@ -33,7 +33,7 @@ func listing(insns asm.Instructions) string {
 	return b.String()
 }
 
-// TestOptimizeRewrites runs each rewrite of optimize on a small program,
+// TestOptimizeRewrites runs each rewrite of shorten on a small program,
 // and the cases where it must leave the program alone.
 func TestOptimizeRewrites(t *testing.T) {
 	bounds := func(base asm.Register, n int, miss string) asm.Instructions { return boundsTo(base, n, miss) }
@@ -103,11 +103,54 @@ func TestOptimizeRewrites(t *testing.T) {
 				asm.LoadMapPtr(asm.R1, 0).WithReference(XSKMapName).WithSymbol("redirect"), asm.FnRedirectMap.Call(), asm.Return())},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := optimize(append(asm.Instructions(nil), tc.in...))
+			got := shorten(append(asm.Instructions(nil), tc.in...))
 			if g, w := listing(got), listing(tc.want); g != w {
 				t.Errorf("got\n%swant\n%s", g, w)
 			}
 		})
+	}
+}
+
+// TestRenameCalleeSaved moves R6-R9 into free argument registers, and
+// leaves a register alone whose value a call would destroy or that is
+// live with every free one.
+func TestRenameCalleeSaved(t *testing.T) {
+	prologue := asm.Instructions{
+		asm.LoadMem(asm.R6, asm.R1, mdDataEnd, asm.Word),
+		asm.LoadMem(asm.R7, asm.R1, mdData, asm.Word),
+		asm.LoadMem(asm.R8, asm.R1, mdRxQueueIndex, asm.Word),
+	}
+	tail := asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference(XSKMapName).WithSymbol("redirect"),
+		asm.Mov.Reg(asm.R2, asm.R8),
+		asm.Mov.Imm(asm.R3, actPass),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, actPass).WithSymbol("pass"),
+		asm.Return(),
+	}
+	body := append(boundsTo(asm.R7, 14, "pass"), asm.LoadMem(asm.R0, asm.R7, 12, asm.Half), asm.JEq.Imm(asm.R0, 8, "redirect"), asm.Ja.Label("pass"))
+	prog := append(append(append(asm.Instructions(nil), prologue...), body...), tail...)
+	got := listing(renameCalleeSaved(append(asm.Instructions(nil), prog...)))
+	for _, r := range []string{"r6", "r7", "r8", "r9"} {
+		if strings.Contains(got, " "+r+" ") || strings.Contains(got, " "+r+"\n") {
+			t.Errorf("%s is still used:\n%s", r, got)
+		}
+	}
+	// The queue read after a call: it stays where a call cannot reach it.
+	kept := append(append(append(asm.Instructions(nil), prologue...), asm.FnKtimeGetNs.Call()), body...)
+	kept = append(kept, tail...)
+	if got := listing(renameCalleeSaved(append(asm.Instructions(nil), kept...))); !strings.Contains(got, "src: r8") {
+		t.Errorf("R8 moved across a call:\n%s", got)
+	}
+	for _, p := range []asm.Instructions{prog, kept} {
+		for _, frame := range [][]byte{make([]byte, 10), {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0}, make([]byte, 60)} {
+			want, _, err1 := execute(p, frame)
+			got, _, err2 := execute(renameCalleeSaved(append(asm.Instructions(nil), p...)), frame)
+			if err1 != nil || err2 != nil || got != want {
+				t.Errorf("renamed returns %d (%v), %d (%v) as written", got, err2, want, err1)
+			}
+		}
 	}
 }
 
@@ -138,9 +181,9 @@ func TestOptimizedListings(t *testing.T) {
 		before, after   int // instructions a taken packet runs
 		beforeN, afterN int // instructions in the program
 	}{
-		{"promiscuous.txt", Program{Matches: []Match{MatchAll()}, Verdict: VerdictRedirect}, 20, 6, 23, 6},
-		{"prefix-and-udp-port.txt", Program{Matches: []Match{sweepFilter(t)}, Verdict: VerdictRedirect}, 51, 39, 66, 42},
-		{"udp-port.txt", Program{Matches: []Match{udp9}, Verdict: VerdictRedirect}, 40, 36, 55, 49},
+		{"promiscuous.txt", Program{Matches: []Match{MatchAll()}, Verdict: VerdictRedirect}, 20, 5, 23, 5},
+		{"prefix-and-udp-port.txt", Program{Matches: []Match{sweepFilter(t)}, Verdict: VerdictRedirect}, 51, 38, 66, 41},
+		{"udp-port.txt", Program{Matches: []Match{udp9}, Verdict: VerdictRedirect}, 40, 35, 55, 48},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			plain, err := tc.pc.assemble(false)
