@@ -92,9 +92,16 @@ func execute(insns asm.Instructions, pkt []byte) (r0 uint64, steps int, err erro
 		dst := &m.reg[ins.Dst]
 		switch op.Class() {
 		case asm.ALU64Class, asm.ALUClass:
-			v := alu(op.ALUOp(), *dst, src)
+			a, b := *dst, src
 			if op.Class() == asm.ALUClass {
-				v = uint64(uint32(alu(op.ALUOp(), uint64(uint32(*dst)), uint64(uint32(src)))))
+				a, b = uint64(uint32(a)), uint64(uint32(b))
+			}
+			v, ok := alu(op.ALUOp(), a, b)
+			if !ok {
+				return 0, steps, fmt.Errorf("instruction %d (%v): not interpreted", pc, ins)
+			}
+			if op.Class() == asm.ALUClass {
+				v = uint64(uint32(v))
 			}
 			*dst = v
 		case asm.LdXClass:
@@ -135,28 +142,32 @@ func execute(insns asm.Instructions, pkt []byte) (r0 uint64, steps int, err erro
 	return 0, steps, fmt.Errorf("ran off the end")
 }
 
-func alu(op asm.ALUOp, a, b uint64) uint64 {
+// alu is one ALU operation; ok is false for one the filters never use.
+func alu(op asm.ALUOp, a, b uint64) (v uint64, ok bool) {
 	switch op {
 	case asm.Mov:
-		return b
+		return b, true
 	case asm.Add:
-		return a + b
+		return a + b, true
 	case asm.Sub:
-		return a - b
+		return a - b, true
 	case asm.And:
-		return a & b
+		return a & b, true
 	case asm.Or:
-		return a | b
+		return a | b, true
 	case asm.Xor:
-		return a ^ b
+		return a ^ b, true
 	case asm.LSh:
-		return a << (b & 63)
+		return a << (b & 63), true
 	case asm.RSh:
-		return a >> (b & 63)
+		return a >> (b & 63), true
+	case asm.Mul:
+		return a * b, true
 	}
-	return a * b
+	return 0, false
 }
 
+// taken evaluates a conditional jump.
 func taken(op asm.JumpOp, a, b uint64) bool {
 	switch op {
 	case asm.JEq:

@@ -394,6 +394,8 @@ func checkLen(insns asm.Instructions, j int) int {
 	return 0
 }
 
+// isBounds reports whether c is boundsTo's check: R0 = base; R0 += n; if
+// R0 > R6 goto miss.
 func isBounds(c asm.Instructions) bool {
 	mov, add, jgt := c[0], c[1], c[2]
 	return mov.OpCode == asm.Mov.Op(asm.RegSource) && mov.Dst == asm.R0 && mov.Src != asm.R0 &&
@@ -401,6 +403,8 @@ func isBounds(c asm.Instructions) bool {
 		jgt.OpCode == asm.JGT.Op(asm.RegSource) && jgt.Dst == asm.R0 && jgt.Src == DataEndRegister
 }
 
+// isLoadCompare reports whether c loads a field and jumps when it differs
+// from an immediate, as etherTypeIs and byteIs do.
 func isLoadCompare(c asm.Instructions) bool {
 	ld, jne := c[0], c[1]
 	return ld.OpCode.Class() == asm.LdXClass && ld.OpCode.Mode() == asm.MemMode && ld.Dst != ld.Src &&
