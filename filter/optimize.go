@@ -64,7 +64,7 @@ func shorten(insns asm.Instructions) asm.Instructions {
 	if !sameReferences(insns, out) {
 		return insns
 	}
-	return renameCalleeSaved(out)
+	return out
 }
 
 // renameCalleeSaved moves the values the program keeps in R6-R9 into
@@ -77,6 +77,7 @@ func renameCalleeSaved(insns asm.Instructions) asm.Instructions {
 	if len(insns) == 0 || !optimizable(insns) {
 		return insns
 	}
+	insns = append(asm.Instructions(nil), insns...)
 	for _, c := range []asm.Register{asm.R9, asm.R6, asm.R7, asm.R8} {
 		live := liveness(insns)
 		if !mentions(insns, c) || live[0]&regBit(c) != 0 || livesAcrossCall(insns, live, c) {

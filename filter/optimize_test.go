@@ -131,7 +131,11 @@ func TestRenameCalleeSaved(t *testing.T) {
 	}
 	body := append(boundsTo(asm.R7, 14, "pass"), asm.LoadMem(asm.R0, asm.R7, 12, asm.Half), asm.JEq.Imm(asm.R0, 8, "redirect"), asm.Ja.Label("pass"))
 	prog := append(append(append(asm.Instructions(nil), prologue...), body...), tail...)
-	got := listing(renameCalleeSaved(append(asm.Instructions(nil), prog...)))
+	before := listing(prog)
+	got := listing(optimize(prog))
+	if listing(prog) != before {
+		t.Errorf("optimize changed the program it was given:\n%s", listing(prog))
+	}
 	for _, r := range []string{"r6", "r7", "r8", "r9"} {
 		if strings.Contains(got, " "+r+" ") || strings.Contains(got, " "+r+"\n") {
 			t.Errorf("%s is still used:\n%s", r, got)
