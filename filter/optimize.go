@@ -41,14 +41,15 @@ import (
 // would lose a map load or a call (a filter that matches nothing, whose
 // redirect tail no packet reaches, keeps it for its map).
 func optimize(insns asm.Instructions) asm.Instructions {
+	if len(insns) == 0 || !optimizable(insns) {
+		return insns
+	}
 	return renameCalleeSaved(shorten(insns))
 }
 
-// shorten is optimize before the registers are renamed.
+// shorten is optimize before the registers are renamed; insns must be
+// optimizable.
 func shorten(insns asm.Instructions) asm.Instructions {
-	if !optimizable(insns) {
-		return insns
-	}
 	out := append(asm.Instructions(nil), insns...)
 	for {
 		n := len(out)
@@ -72,11 +73,9 @@ func shorten(insns asm.Instructions) asm.Instructions {
 // never live at once. The JIT saves and restores every callee-saved
 // register a program uses, on each run (x86: push and pop of rbx,
 // r13-r15), and encodes R1-R4 shorter: a program that keeps everything in
-// R1-R5 runs the fewest instructions.
+// R1-R5 runs the fewest instructions. insns must be optimizable and not
+// empty; it is not changed.
 func renameCalleeSaved(insns asm.Instructions) asm.Instructions {
-	if len(insns) == 0 || !optimizable(insns) {
-		return insns
-	}
 	insns = append(asm.Instructions(nil), insns...)
 	for _, c := range []asm.Register{asm.R9, asm.R6, asm.R7, asm.R8} {
 		live := liveness(insns)
@@ -106,17 +105,18 @@ func dropSelfMoves(insns asm.Instructions) asm.Instructions {
 	return insns
 }
 
-// mentions reports whether any instruction names r as an operand.
+// mentions reports whether any instruction reads or writes r.
 func mentions(insns asm.Instructions, r asm.Register) bool {
 	for _, ins := range insns {
-		if ins.Dst == r && !isJump(ins.OpCode) || isJump(ins.OpCode) && isBranch(ins.OpCode) && ins.Dst == r || usesSrcReg(ins) && ins.Src == r {
+		if read, write := uses(ins); (read|write)&regBit(r) != 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// liveAfter returns the registers live right after instruction i.
+// liveAfter returns the registers live right after instruction i, from
+// live, the registers live on entry to each instruction.
 func liveAfter(insns asm.Instructions, live []regs, at map[string]int, i int) regs {
 	var out regs
 	op := insns[i].OpCode
@@ -568,16 +568,8 @@ func liveness(insns asm.Instructions) []regs {
 	for changed := true; changed; {
 		changed = false
 		for i := len(insns) - 1; i >= 0; i-- {
-			op := insns[i].OpCode
-			var out regs
-			if !isUnconditional(op) {
-				out |= in[i+1]
-			}
-			if isBranch(op) {
-				out |= in[at[insns[i].Reference()]]
-			}
 			read, write := uses(insns[i])
-			if v := read | out&^write; v != in[i] {
+			if v := read | liveAfter(insns, in, at, i)&^write; v != in[i] {
 				in[i] = v
 				changed = true
 			}
