@@ -11,10 +11,9 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/packetio/packetio/dpdk/internal/eal"
 	"github.com/packetio/packetio/dpdk/internal/queue"
+	"github.com/packetio/packetio/internal/xskopt"
 )
 
 // net_af_xdp (DPDK 22.11) binds one XDP socket per receive queue, over a
@@ -182,9 +181,6 @@ func (x xskRx) Poke() {}
 // sockets keep 32: Info.TxBudget says what they have, Info.TxBudgetKept
 // why.
 
-// defaultTxBudget is the kernel's budget of a socket nobody raised.
-const defaultTxBudget = 32
-
 // xdpSockets returns the XDP sockets this process holds, by inode, from
 // /proc/self/fd: the descriptors that are sockets and answer a SOL_XDP
 // getsockopt.
@@ -207,7 +203,7 @@ func xdpSockets() (map[uint64]int, error) {
 		if !ok {
 			continue
 		}
-		if _, err := unix.GetsockoptInt(fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
+		if xskopt.IsXDPSocket(fd) {
 			socks[ino] = fd
 		}
 	}
@@ -241,22 +237,6 @@ func newSockets(before, after map[uint64]int) []int {
 	return fds
 }
 
-// raiseBudget sets fd's transmit budget to ring, or to the largest power
-// of two below it the kernel takes (it refuses one above the socket's
-// ring), and returns the budget the socket has.
-func raiseBudget(fd, ring int) (int, error) {
-	var err error
-	for b := ring; b > defaultTxBudget; b /= 2 {
-		if err = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, b); err == nil {
-			return b, nil
-		}
-		if !errors.Is(err, unix.EACCES) {
-			break
-		}
-	}
-	return defaultTxBudget, err
-}
-
 // snapshotSockets notes the XDP sockets this process holds before the
 // driver makes the port's.
 func (ps *portSetup) snapshotSockets() error {
@@ -268,14 +248,14 @@ func (ps *portSetup) snapshotSockets() error {
 
 // raiseTxBudget raises the transmit budget of the port's sockets and
 // records in Info.TxBudget the least budget one of them has
-// (defaultTxBudget where one could not be raised, and in
+// (xskopt.DefaultTxBudget where one could not be raised, and in
 // Info.TxBudgetKept why). It never fails the open: the port works at
 // either budget.
 func (ps *portSetup) raiseTxBudget() error {
 	if !ps.xsk {
 		return nil
 	}
-	ps.d.info.TxBudget = defaultTxBudget
+	ps.d.info.TxBudget = xskopt.DefaultTxBudget
 	after, err := xdpSockets()
 	if err = errors.Join(ps.xskListErr, err); err != nil {
 		ps.d.info.TxBudgetKept = "listing this process's XDP sockets: " + err.Error()
@@ -287,7 +267,7 @@ func (ps *portSetup) raiseTxBudget() error {
 		return nil
 	}
 	for i, fd := range fds {
-		budget, err := raiseBudget(fd, ps.rxDepth)
+		budget, err := xskopt.RaiseTxBudget(fd, ps.rxDepth)
 		if err != nil {
 			ps.d.info.TxBudgetKept = fmt.Sprintf("setsockopt XDP_MAX_TX_SKB_BUDGET %d: %v", ps.rxDepth, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
+	"github.com/packetio/packetio/internal/xskopt"
 )
 
 // TestNewSockets: the port's sockets are those that were not there
@@ -76,25 +77,8 @@ func TestTxBudgetLeavesStrangersAlone(t *testing.T) {
 		defer unix.Close(fd)
 	}
 	ps.raiseTxBudget()
-	if in := ps.d.info; in.TxBudget != defaultTxBudget || in.TxBudgetKept != "2 XDP sockets appeared for 1 receive queues: left as they are" {
-		t.Errorf("TxBudget %d, kept %q; want %d and why", in.TxBudget, in.TxBudgetKept, defaultTxBudget)
-	}
-}
-
-// TestRaiseBudgetRefused: a descriptor that is no XDP socket keeps the
-// kernel's budget, with the kernel's error.
-func TestRaiseBudgetRefused(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	if b, err := raiseBudget(fds[0], 1024); b != defaultTxBudget || err == nil {
-		t.Errorf("raiseBudget on a unix socket = %d, %v; want %d and an error", b, err, defaultTxBudget)
-	}
-	if b, err := raiseBudget(fds[0], defaultTxBudget); b != defaultTxBudget || err != nil {
-		t.Errorf("raiseBudget to the default = %d, %v; want %d, nothing asked of the kernel", b, err, defaultTxBudget)
+	if in := ps.d.info; in.TxBudget != xskopt.DefaultTxBudget || in.TxBudgetKept != "2 XDP sockets appeared for 1 receive queues: left as they are" {
+		t.Errorf("TxBudget %d, kept %q; want %d and why", in.TxBudget, in.TxBudgetKept, xskopt.DefaultTxBudget)
 	}
 }
 
@@ -166,7 +150,7 @@ func TestAFXDPOneKickABurst(t *testing.T) {
 			}
 		}
 	}
-	setBudget(defaultTxBudget)
+	setBudget(xskopt.DefaultTxBudget)
 	kernels := send(bursts, 200)
 	setBudget(256)
 	// Two a burst (its kick, a poke), and a few for Go's runtime.

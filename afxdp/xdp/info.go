@@ -42,6 +42,13 @@ type Info struct {
 	// SO_BUSY_POLL_BUDGET that was set (the kernel does not report it);
 	// "off" when SO_BUSY_POLL is 0.
 	BusyPoll string
+	// TxBudget is the most frames one kick of a transmit queue sends in
+	// copy mode: the kernel's XDP_MAX_TX_SKB_BUDGET of the sockets (the
+	// least of them), which Open raises from the kernel's 32 to the
+	// transmit ring so a batch costs one sendto. It stays 32 on kernels
+	// without the option (before 6.16), and Decisions then says why. 0
+	// where no socket transmits in copy mode (zero-copy, or receive only).
+	TxBudget int
 	// FrameSize and NumFrames describe each socket's frames, TxFrames how
 	// many of them transmit.
 	FrameSize, NumFrames, TxFrames int
@@ -142,6 +149,10 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 		in.NeedWakeup = f.sockets[0].needWakeup
 		in.BusyPoll = busyPollSetting(f.sockets[0].fd, c.busyBudget)
 	}
+	var kept error
+	if in.TxBudget, kept = txBudget(f.sockets); kept != nil {
+		in.Decisions = append(in.Decisions, fmt.Sprintf("transmit budget kept at %d frames a kick (setsockopt XDP_MAX_TX_SKB_BUDGET: %v)", in.TxBudget, kept))
+	}
 	in.SharedUMEM = f.umem != nil
 	in.MultiBuffer = c.multiBuf
 	switch pc.Stamp {
@@ -165,6 +176,23 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	if grp.native && c.mode == ModeAuto && len(f.info.Tried) == 0 && !in.ZeroCopy {
 		in.Decisions = append(in.Decisions, "zero-copy not granted by the driver: native copy mode")
 	}
+}
+
+// txBudget is the least transmit budget of the sockets that transmit in
+// copy mode (0 when none does), and why one of them kept the kernel's.
+func txBudget(socks []*Socket) (budget int, kept error) {
+	for _, s := range socks {
+		if s.t.ring.ents == nil || s.zeroCopy {
+			continue
+		}
+		if budget == 0 || s.t.budget < budget {
+			budget = s.t.budget
+		}
+		if kept == nil {
+			kept = s.t.budgetKept
+		}
+	}
+	return budget, kept
 }
 
 // busyPollSetting reads back a socket's busy-polling options: "off", or

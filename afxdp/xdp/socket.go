@@ -17,6 +17,7 @@ import (
 	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/fdwait"
 	"github.com/packetio/packetio/internal/pool"
+	"github.com/packetio/packetio/internal/xskopt"
 )
 
 // Desc names one frame's bytes in the UMEM: struct xdp_desc's fields, and
@@ -138,7 +139,8 @@ type txHalf struct {
 	comp           consRing[uint64]
 	ring           prodRing[unix.XDPDesc]
 	pool           *pool.Frames
-	budget         int // descriptors one kick moves in copy mode
+	budget         int   // descriptors one kick moves in copy mode
+	budgetKept     error // why budget is not the ring's, for Info
 	kickRetryBound int
 	kickPending    bool // the last kick left work behind (EBUSY, EAGAIN): the next call kicks again
 	wedge          wedgeWatch
@@ -384,8 +386,8 @@ func (s *Socket) bind(sp socketSpec) (string, error) {
 	if err := bindRetry(s.fd, sa); err != nil {
 		return fmt.Sprintf("bind (flags %#x)", sa.Flags), err
 	}
-	if v, err := unix.GetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
-		s.zeroCopy = v&unix.XDP_OPTIONS_ZEROCOPY != 0
+	if zc, err := xskopt.Options(s.fd); err == nil {
+		s.zeroCopy = zc
 	}
 	// The wake-up protocol follows the owner of a shared UMEM.
 	s.needWakeup = sp.bindFlags&unix.XDP_USE_NEED_WAKEUP != 0
@@ -405,12 +407,11 @@ func (s *Socket) setSocketOptions(sp socketSpec) (string, error) {
 	}
 	// In copy mode one kick moves at most the socket's transmit budget
 	// (32 by default); raise it to the ring so a batch needs one system
-	// call. Kernels before 6.16 have no such option and keep 32.
-	s.t.budget = 32
+	// call. Kernels before 6.16 have no such option and keep 32, which
+	// Info reports with the kernel's answer.
+	s.t.budget = xskopt.DefaultTxBudget
 	if g.tx > 0 && !s.zeroCopy {
-		if unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, g.tx) == nil {
-			s.t.budget = g.tx
-		}
+		s.t.budget, s.t.budgetKept = xskopt.RaiseTxBudget(s.fd, g.tx)
 	}
 	s.t.kickRetryBound = g.tx/s.t.budget + 8
 	return "", nil

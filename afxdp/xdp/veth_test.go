@@ -126,6 +126,70 @@ func receiveTest(t *testing.T, f *Fleet, want int, timeout time.Duration) map[ui
 	return got
 }
 
+// TestTxBudgetSummary: Info reports the least budget of the sockets that
+// transmit in copy mode, and the kernel's answer where one kept its 32.
+func TestTxBudgetSummary(t *testing.T) {
+	sock := func(budget int, zeroCopy, transmits bool, kept error) *Socket {
+		s := &Socket{zeroCopy: zeroCopy}
+		s.t.budget, s.t.budgetKept = budget, kept
+		if transmits {
+			s.t.ring.ents = make([]unix.XDPDesc, 1)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		socks []*Socket
+		want  int
+		kept  error
+	}{
+		{"none", nil, 0, nil},
+		{"raised", []*Socket{sock(2048, false, true, nil), sock(2048, false, true, nil)}, 2048, nil},
+		{"one kept", []*Socket{sock(2048, false, true, nil), sock(32, false, true, unix.ENOPROTOOPT)}, 32, unix.ENOPROTOOPT},
+		{"zero-copy and receive-only sockets have none", []*Socket{sock(32, true, true, nil), sock(32, false, false, nil), sock(512, false, true, nil)}, 512, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, kept := txBudget(tc.socks); got != tc.want || kept != tc.kept {
+				t.Errorf("txBudget = %d, %v; want %d, %v", got, kept, tc.want, tc.kept)
+			}
+		})
+	}
+}
+
+// TestTxBudgetInInfo: Open raises each copy-mode socket's transmit
+// budget to its transmit ring, and Info says what the sockets have: the
+// ring at the defaults (2048 transmit frames) and with rings of 256, none
+// for sockets that do not transmit.
+func TestTxBudgetInInfo(t *testing.T) {
+	p := vethPair(t)
+	for _, tc := range []struct {
+		name string
+		opt  Option
+		want int
+	}{
+		{"defaults", nil, DefaultNumFrames / 2},
+		{"rings of 256", WithRingSize(256), 256},
+		{"receive only", WithRingSizes(256, 0, 256, 0), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), tc.opt)
+			in, err := f.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.TxBudget != tc.want {
+				t.Errorf("Info().TxBudget %d, want %d (%s)", in.TxBudget, tc.want, in)
+			}
+			for _, d := range in.Decisions {
+				if strings.Contains(d, "budget") {
+					t.Errorf("Info().Decisions says the budget was kept: %q", d)
+				}
+			}
+			f.Close()
+		})
+	}
+}
+
 // TestVethReceive: frames sent from the other namespace arrive through the
 // filter, byte for byte, in every mode the veth offers.
 func TestVethReceive(t *testing.T) {
