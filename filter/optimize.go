@@ -95,14 +95,11 @@ func renameCalleeSaved(insns asm.Instructions) asm.Instructions {
 // dropSelfMoves removes 64-bit moves of a register to itself, which a
 // rename leaves where a value moved from the register it now shares.
 func dropSelfMoves(insns asm.Instructions) asm.Instructions {
-	for i := 0; i < len(insns); {
-		if ins := insns[i]; ins.OpCode == asm.Mov.Op(asm.RegSource) && ins.Dst == ins.Src && i+1 < len(insns) {
-			insns = remove(insns, i)
-			continue
-		}
-		i++
+	drop := make([]bool, len(insns))
+	for i, ins := range insns {
+		drop[i] = ins.OpCode == asm.Mov.Op(asm.RegSource) && ins.Dst == ins.Src && i+1 < len(insns)
 	}
-	return insns
+	return removeAll(insns, drop)
 }
 
 // mentions reports whether any instruction reads or writes r.
@@ -234,36 +231,55 @@ func entered(ins asm.Instruction, refs map[string]int) bool {
 	return ins.Symbol() != "" && refs[ins.Symbol()] > 0
 }
 
-// remove deletes insns[i], handing its label to the instruction after it
-// (or, when that has one of its own, pointing the label's branches there).
-// The last instruction of a program is never removed with a label a
-// branch names: no reachable one is.
-func remove(insns asm.Instructions, i int) asm.Instructions {
-	if s := insns[i].Symbol(); s != "" && i+1 < len(insns) {
-		if t := insns[i+1].Symbol(); t == "" {
-			insns[i+1] = insns[i+1].WithSymbol(s)
-		} else {
-			for k := range insns {
-				if isBranch(insns[k].OpCode) && insns[k].Reference() == s {
-					insns[k] = insns[k].WithReference(t)
-				}
+// removeAll deletes the instructions drop marks, in one pass over the
+// program whatever their number: a deleted instruction's label goes to
+// the next instruction kept or, when that has a label of its own, the
+// branches to it are pointed there. The last instruction of a program is
+// never removed with a label a branch names: no reachable one is. The
+// program is compacted in place.
+func removeAll(insns asm.Instructions, drop []bool) asm.Instructions {
+	var waiting []string        // labels of deleted instructions, for the next kept one
+	var alias map[string]string // a deleted label -> the kept instruction's
+	out := insns[:0]
+	for i, ins := range insns {
+		if drop[i] {
+			if s := ins.Symbol(); s != "" {
+				waiting = append(waiting, s)
 			}
+			continue
+		}
+		if len(waiting) > 0 {
+			to := ins.Symbol()
+			if to == "" {
+				to, waiting = waiting[0], waiting[1:]
+				ins = ins.WithSymbol(to)
+			}
+			for _, s := range waiting {
+				if alias == nil {
+					alias = map[string]string{}
+				}
+				alias[s] = to
+			}
+			waiting = waiting[:0]
+		}
+		out = append(out, ins)
+	}
+	for k := range out {
+		if to, ok := alias[out[k].Reference()]; ok && isBranch(out[k].OpCode) {
+			out[k] = out[k].WithReference(to)
 		}
 	}
-	return append(insns[:i], insns[i+1:]...)
+	return out
 }
 
 // dropJumpsToNext removes branches whose target is the next instruction:
 // both of their ways lead to the same place.
 func dropJumpsToNext(insns asm.Instructions) asm.Instructions {
-	for i := 0; i+1 < len(insns); {
-		if isBranch(insns[i].OpCode) && insns[i].Reference() == insns[i+1].Symbol() {
-			insns = remove(insns, i)
-			continue
-		}
-		i++
+	drop := make([]bool, len(insns))
+	for i := 0; i+1 < len(insns); i++ {
+		drop[i] = isBranch(insns[i].OpCode) && insns[i].Reference() == insns[i+1].Symbol()
 	}
-	return insns
+	return removeAll(insns, drop)
 }
 
 // foldConstantJumps decides a conditional jump on a register that the
@@ -271,6 +287,7 @@ func dropJumpsToNext(insns asm.Instructions) asm.Instructions {
 // constant: taken, it becomes a Ja; never taken, it goes.
 func foldConstantJumps(insns asm.Instructions) asm.Instructions {
 	refs := refCounts(insns)
+	drop := make([]bool, len(insns))
 	for i := 1; i < len(insns); i++ {
 		set, j := insns[i-1], insns[i]
 		if entered(j, refs) || !isConstantMov(set) || !isBranch(j.OpCode) || j.OpCode.JumpOp() == asm.Ja ||
@@ -284,12 +301,10 @@ func foldConstantJumps(insns asm.Instructions) asm.Instructions {
 		if taken {
 			insns[i] = asm.Ja.Label(j.Reference()).WithSymbol(j.Symbol())
 		} else {
-			insns = remove(insns, i)
-			refs = refCounts(insns)
-			i--
+			drop[i] = true
 		}
 	}
-	return insns
+	return removeAll(insns, drop)
 }
 
 // isConstantMov reports whether ins is a 64-bit move of an immediate.
@@ -359,9 +374,16 @@ func labelIndex(insns asm.Instructions) map[string]int {
 // dropRepeatedChecks removes a bounds check or a load-and-compare that
 // repeats one the straight path to it already passed, when the register
 // it writes is dead after it.
+//
+// One pass decides every removal on the program as it was: removing a
+// check removes reads and a write of a register dead after it, so
+// liveness only shrinks and branch counts only fall, which can only allow
+// more (the next round of shorten finds those); and a check repeating
+// one that goes too repeats what that one repeated, on a straight path.
 func dropRepeatedChecks(insns asm.Instructions) asm.Instructions {
 	refs := refCounts(insns)
-	var live []regs // computed when first needed, again after a removal
+	drop := make([]bool, len(insns))
+	var live []regs // computed when first needed
 	for j := 0; j < len(insns); j++ {
 		n := checkLen(insns, j)
 		if n == 0 || !repeated(insns, refs, j, n) {
@@ -373,13 +395,12 @@ func dropRepeatedChecks(insns asm.Instructions) asm.Instructions {
 		if j+n < len(insns) && live[j+n]&regBit(insns[j].Dst) != 0 {
 			continue
 		}
-		for k := 0; k < n; k++ {
-			insns = remove(insns, j)
+		for k := j; k < j+n; k++ {
+			drop[k] = true
 		}
-		refs, live = refCounts(insns), nil
-		j--
+		j += n - 1
 	}
-	return insns
+	return removeAll(insns, drop)
 }
 
 // checkLen returns the length of the check starting at j: 3 for a bounds
@@ -456,19 +477,20 @@ func repeated(insns asm.Instructions, refs map[string]int, j, n int) bool {
 // read before it is written again on every path after them.
 //
 // Removing a write removes no read, so everything one liveness pass finds
-// dead stays dead; going from the end keeps the indexes of the rest.
+// dead stays dead, and goes at once.
 func dropDeadWrites(insns asm.Instructions) asm.Instructions {
 	for {
 		live := liveness(insns)
-		n := len(insns)
-		for i := n - 1; i >= 0; i-- {
-			if pure(insns[i]) && (i+1 >= len(live) || live[i+1]&regBit(insns[i].Dst) == 0) {
-				insns = remove(insns, i)
-			}
+		drop := make([]bool, len(insns))
+		dead := false
+		for i := range insns {
+			drop[i] = pure(insns[i]) && (i+1 >= len(live) || live[i+1]&regBit(insns[i].Dst) == 0)
+			dead = dead || drop[i]
 		}
-		if len(insns) == n {
+		if !dead {
 			return insns
 		}
+		insns = removeAll(insns, drop)
 	}
 }
 

@@ -297,3 +297,99 @@ func load(t *testing.T, insns asm.Instructions) *ebpf.Program {
 	}
 	return p
 }
+
+// TestRemoveAll: deleted instructions' labels go to the next instruction
+// kept, or the branches to them go to that instruction's own label; a
+// label at the very end goes with it.
+func TestRemoveAll(t *testing.T) {
+	ret := func(v int32) asm.Instructions { return asm.Instructions{asm.Mov.Imm(asm.R0, v), asm.Return()} }
+	for _, tc := range []struct {
+		name string
+		in   asm.Instructions
+		drop []int
+		want asm.Instructions
+	}{
+		{"nothing", append(asm.Instructions{asm.JEq.Imm(asm.R1, 0, "a")}, ret(1)...), nil,
+			append(asm.Instructions{asm.JEq.Imm(asm.R1, 0, "a")}, ret(1)...)},
+		{"a label moves to the next kept",
+			asm.Instructions{asm.JEq.Imm(asm.R1, 0, "a"), asm.Mov.Imm(asm.R2, 0).WithSymbol("a"), asm.Mov.Imm(asm.R0, 1), asm.Return()}, []int{1},
+			asm.Instructions{asm.JEq.Imm(asm.R1, 0, "a"), asm.Mov.Imm(asm.R0, 1).WithSymbol("a"), asm.Return()}},
+		{"a labelled kept instruction takes the branches",
+			asm.Instructions{asm.JEq.Imm(asm.R1, 0, "a"), asm.JEq.Imm(asm.R1, 1, "b"), asm.Mov.Imm(asm.R2, 0).WithSymbol("a"), asm.Mov.Imm(asm.R0, 1).WithSymbol("b"), asm.Return()}, []int{2},
+			asm.Instructions{asm.JEq.Imm(asm.R1, 0, "b"), asm.JEq.Imm(asm.R1, 1, "b"), asm.Mov.Imm(asm.R0, 1).WithSymbol("b"), asm.Return()}},
+		{"a run of labels: the first moves, the rest follow it",
+			asm.Instructions{asm.JEq.Imm(asm.R1, 0, "a"), asm.JEq.Imm(asm.R1, 1, "b"), asm.JEq.Imm(asm.R1, 2, "c"),
+				asm.Mov.Imm(asm.R2, 0).WithSymbol("a"), asm.Mov.Imm(asm.R3, 0).WithSymbol("b"), asm.Mov.Imm(asm.R4, 0), asm.Mov.Imm(asm.R5, 0).WithSymbol("c"), asm.Mov.Imm(asm.R0, 1), asm.Return()},
+			[]int{3, 4, 5, 6},
+			asm.Instructions{asm.JEq.Imm(asm.R1, 0, "a"), asm.JEq.Imm(asm.R1, 1, "a"), asm.JEq.Imm(asm.R1, 2, "a"), asm.Mov.Imm(asm.R0, 1).WithSymbol("a"), asm.Return()}},
+		{"the last instruction's label goes with it",
+			asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return(), asm.Return().WithSymbol("dead")}, []int{2},
+			asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drop := make([]bool, len(tc.in))
+			for _, i := range tc.drop {
+				drop[i] = true
+			}
+			if got := removeAll(append(asm.Instructions(nil), tc.in...), drop); listing(got) != listing(tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", listing(got), listing(tc.want))
+			}
+		})
+	}
+}
+
+// TestOptimizeLargeProgram: a program of 700 rules (a destination /24 and
+// a UDP port each), near the kernel's 32k instructions as assembled,
+// optimizes to fewer than 6 instructions in 10 and takes, in the
+// interpreter, the same packets as assembled: a packet of every 50th rule
+// and one off by the port or the prefix of each, and the steering
+// fuzzers' frames. (Each removal pass decides all its removals at once:
+// this program optimizes in tens of milliseconds, where removing one at a
+// time took 2.2 s.)
+func TestOptimizeLargeProgram(t *testing.T) {
+	const rules = 700
+	ms := make([]Match, rules)
+	dst := func(i int) string { return fmt.Sprintf("10.%d.%d.7", i>>8, i&0xff) }
+	for i := range ms {
+		ms[i] = MatchAnd(PrefixMatch(netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", i>>8, i&0xff)), false), MatchL4Port(protoUDP, false, uint16(1000+i)))
+	}
+	pc := Program{Matches: ms, Verdict: VerdictTX}
+	plain, err := pc.assemble(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := pc.Instructions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opt)*10 >= len(plain)*6 {
+		t.Errorf("%d instructions optimized, %d as assembled: want fewer than 6 in 10", len(opt), len(plain))
+	}
+	type frame struct {
+		b    []byte
+		take bool
+	}
+	var frames []frame
+	for i := 0; i < rules; i += 50 {
+		frames = append(frames,
+			frame{testframe.Spec{Dst: dst(i), DPort: uint16(1000 + i)}.Build(t), true},
+			frame{testframe.Spec{Dst: dst(i), DPort: uint16(1000 + i + 1)}.Build(t), false},
+			frame{testframe.Spec{Dst: dst(i + 1), DPort: uint16(1000 + i)}.Build(t), false})
+	}
+	for _, f := range steerfuzz.Frames(t) {
+		frames = append(frames, frame{b: f})
+	}
+	for j, f := range frames {
+		s1, v1 := run(t, plain, f.b)
+		s2, v2 := run(t, opt, f.b)
+		if v1 != v2 {
+			t.Errorf("frame %d: %d as assembled, %d optimized", j, v1, v2)
+		}
+		if j < rules/50*3 && (v2 == actTX) != f.take {
+			t.Errorf("frame %d: verdict %d, want taken %v", j, v2, f.take)
+		}
+		if s2 > s1 {
+			t.Errorf("frame %d: %d instructions run optimized, %d as assembled", j, s2, s1)
+		}
+	}
+}
