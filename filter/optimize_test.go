@@ -191,14 +191,7 @@ func TestOptimizedListings(t *testing.T) {
 		{"udp-port.txt", Program{Matches: []Match{udp9}, Verdict: VerdictRedirect}, 40, 35, 55, 48},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			plain, err := tc.pc.assemble(false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opt, err := tc.pc.Instructions()
-			if err != nil {
-				t.Fatal(err)
-			}
+			plain, opt := bothWays(t, tc.pc)
 			before, verdict1 := run(t, plain, taken)
 			after, verdict2 := run(t, opt, taken)
 			if verdict1 != actRedirect || verdict2 != actRedirect {
@@ -259,14 +252,7 @@ func TestOptimizedSameVerdicts(t *testing.T) {
 	var pacer steerfuzz.Pacer
 	for i, pc := range programs {
 		pc.Verdict = VerdictTX
-		plain, err := pc.assemble(false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt, err := pc.Instructions()
-		if err != nil {
-			t.Fatal(err)
-		}
+		plain, opt := bothWays(t, pc)
 		if len(opt) > len(plain) {
 			t.Errorf("program %d: %d instructions optimized, %d before", i, len(opt), len(plain))
 		}
@@ -286,6 +272,19 @@ func TestOptimizedSameVerdicts(t *testing.T) {
 		p1.Close()
 		p2.Close()
 	}
+}
+
+// bothWays assembles pc as its blocks come and optimized.
+func bothWays(t *testing.T, pc Program) (plain, opt asm.Instructions) {
+	t.Helper()
+	plain, err := pc.assemble(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opt, err = pc.Instructions(); err != nil {
+		t.Fatal(err)
+	}
+	return plain, opt
 }
 
 // load loads an XDP program from insns, for the test's life.
@@ -354,14 +353,7 @@ func TestOptimizeLargeProgram(t *testing.T) {
 		ms[i] = MatchAnd(PrefixMatch(netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", i>>8, i&0xff)), false), MatchL4Port(protoUDP, false, uint16(1000+i)))
 	}
 	pc := Program{Matches: ms, Verdict: VerdictTX}
-	plain, err := pc.assemble(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := pc.Instructions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, opt := bothWays(t, pc)
 	if len(opt)*10 >= len(plain)*6 {
 		t.Errorf("%d instructions optimized, %d as assembled: want fewer than 6 in 10", len(opt), len(plain))
 	}
