@@ -85,21 +85,10 @@ func main() {
 	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the transmit queues (afxdp: SO_BUSY_POLL %dus, budget %d)", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.BoolVar(&o.live, "live", false, "transmit from inside the kernel (BPF_PROG_RUN live frames, XDP_TX; needs BPF) instead of through a packetio queue: -queues generators, -backend and -batch unused")
 	flag.StringVar(&o.metricsAddr, "metrics", "", promserve.Flag)
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: blast [flags]\n\nSends UDP frames as fast as the device takes them (or at -pps) and reports the\nrate and the machine's CPU; -live sends from inside the kernel instead.\nCtrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if err := o.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "blast:", err)
-		os.Exit(2)
-	}
-	ctx, stop := testbed.Interrupted()
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "blast:", err)
-		os.Exit(1)
-	}
+	testbed.Main("blast", "usage: blast [flags]\n\nSends UDP frames as fast as the device takes them (or at -pps) and reports the\nrate and the machine's CPU; -live sends from inside the kernel instead.\nCtrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n", func() error { return o.check() }, func(ctx context.Context) error {
+		_, err := run(ctx, o, os.Stdout)
+		return err
+	})
 }
 
 func (o options) check() error {

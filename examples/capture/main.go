@@ -76,28 +76,18 @@ func main() {
 	flag.Uint64Var(&o.count, "count", 0, "stop after this many packets (0: no limit)")
 	flag.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	flag.DurationVar(&o.report, "report", time.Second, "interval between report lines")
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: capture [flags] [tcpdump expression]\n\nWrites what a device receives to a pcapng file. Ctrl-C stops it with the\nfile complete. Exit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if flag.NArg() > 0 {
-		if o.expr != "" {
-			fmt.Fprintln(os.Stderr, "capture: a filter both in -f and as arguments")
-			os.Exit(2)
+	testbed.Main("capture", "usage: capture [flags] [tcpdump expression]\n\nWrites what a device receives to a pcapng file. Ctrl-C stops it with the\nfile complete. Exit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n", func() error {
+		if flag.NArg() > 0 {
+			if o.expr != "" {
+				return errors.New("a filter both in -f and as arguments")
+			}
+			o.expr = strings.Join(flag.Args(), " ")
 		}
-		o.expr = strings.Join(flag.Args(), " ")
-	}
-	if err := o.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "capture:", err)
-		os.Exit(2)
-	}
-	ctx, stop := testbed.Interrupted()
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "capture:", err)
-		os.Exit(1)
-	}
+		return o.check()
+	}, func(ctx context.Context) error {
+		_, err := run(ctx, o, os.Stdout)
+		return err
+	})
 }
 
 func (o options) check() error {

@@ -74,21 +74,10 @@ func main() {
 	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the queues (afxdp: SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.BoolVar(&o.stamps, "stamps", false, "receive with arrival timestamps (ReceiveTimestamps; afxdp: stamped by its program, off by default)")
 	flag.StringVar(&o.metricsAddr, "metrics", "", promserve.Flag)
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: drop [flags]\n\nReceives and discards every packet, and reports the rate, the receive batch\nsize and the machine's CPU. Ctrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if err := o.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "drop:", err)
-		os.Exit(2)
-	}
-	ctx, stop := testbed.Interrupted()
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "drop:", err)
-		os.Exit(1)
-	}
+	testbed.Main("drop", "usage: drop [flags]\n\nReceives and discards every packet, and reports the rate, the receive batch\nsize and the machine's CPU. Ctrl-C stops it cleanly.\nExit status: 0 on success, 1 if the device failed, 2 for bad flags.\n\n", func() error { return o.check() }, func(ctx context.Context) error {
+		_, err := run(ctx, o, os.Stdout)
+		return err
+	})
 }
 
 // check refuses bad flags, and flags the backend has not got.

@@ -103,21 +103,10 @@ func main() {
 	flag.StringVar(&o.cpu, "cpu", "", "CPU to pin the router to, e.g. 1 (default: CPU 1 on the own pair of a 2+ CPU machine, the feeder taking CPU 0; else the scheduler's choice)")
 	flag.BoolVar(&o.busyPoll, "busy-poll", false, fmt.Sprintf("busy-poll the queues (afxdp: SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
 	flag.StringVar(&o.metricsAddr, "metrics", "", promserve.Flag)
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: l3fwd [flags]\n\nForwards IPv4 in place. Exit status: 0 if every frame was accounted for at the\nend, 1 otherwise or on failure, 2 for bad flags.\n\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if err := o.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "l3fwd:", err)
-		os.Exit(2)
-	}
-	ctx, stop := testbed.Interrupted()
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "l3fwd:", err)
-		os.Exit(1)
-	}
+	testbed.Main("l3fwd", "usage: l3fwd [flags]\n\nForwards IPv4 in place. Exit status: 0 if every frame was accounted for at the\nend, 1 otherwise or on failure, 2 for bad flags.\n\n", func() error { return o.check() }, func(ctx context.Context) error {
+		_, err := run(ctx, o, os.Stdout)
+		return err
+	})
 }
 
 // check refuses bad flags, and flags the backend has not got.

@@ -65,32 +65,25 @@ func main() {
 	reflector := flag.String("reflector", "", "backend of the reflector on the program's own veth pair (default: -backend; afpacket when that is dpdk, one EAL per process)")
 	cpu := flag.String("cpu", "", "CPU to pin the measuring worker to, e.g. 1 (default: the scheduler's choice)")
 	busyPoll := flag.Bool("busy-poll", false, fmt.Sprintf("busy-poll the queues (afxdp: SO_BUSY_POLL %dus, budget %d) and never sleep in Poll", backend.BusyPollUsecs, backend.BusyPollBudget))
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: pingpong [flags]\n\nTimes round trips of one frame at a time. Exit status: 0 on success, 1 on\nfailure (also if a reply never came), 2 for bad flags.\n\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if (*mode != "measure" && *mode != "reflect") || *n < 1 || (*mode == "reflect" && *iface == "") {
-		fmt.Fprintln(os.Stderr, "pingpong: -mode measure|reflect (reflect needs -i), -n at least 1")
-		os.Exit(2)
-	}
-	c := config{backend: *b, reflector: *reflector, iface: *iface, n: *n, lowLatency: *lowLatency, cpu: *cpu, busyPoll: *busyPoll}
-	if err := c.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "pingpong:", err)
-		os.Exit(2)
-	}
-	ctx, stop := testbed.Interrupted()
-	defer stop()
-	var err error
-	if *mode == "reflect" {
-		err = reflectOn(ctx, c, os.Stdout)
-	} else {
-		_, err = measure(ctx, c, os.Stdout)
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, "pingpong:", err)
-		os.Exit(1)
-	}
+	var c config
+	testbed.Main("pingpong", "usage: pingpong [flags]\n\nTimes round trips of one frame at a time. Exit status: 0 on success, 1 on\nfailure (also if a reply never came), 2 for bad flags.\n\n", func() error {
+		if (*mode != "measure" && *mode != "reflect") || *n < 1 || (*mode == "reflect" && *iface == "") {
+			return errors.New("-mode measure|reflect (reflect needs -i), -n at least 1")
+		}
+		c = config{backend: *b, reflector: *reflector, iface: *iface, n: *n, lowLatency: *lowLatency, cpu: *cpu, busyPoll: *busyPoll}
+		return c.check()
+	}, func(ctx context.Context) error {
+		var err error
+		if *mode == "reflect" {
+			err = reflectOn(ctx, c, os.Stdout)
+		} else {
+			_, err = measure(ctx, c, os.Stdout)
+		}
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	})
 }
 
 // config is what measure needs.

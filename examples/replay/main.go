@@ -56,21 +56,10 @@ func main() {
 	flag.IntVar(&o.loop, "loop", 1, "times to send the file (0: until Ctrl-C)")
 	flag.IntVar(&o.batch, "batch", 64, "most frames per SendFunc call")
 	flag.DurationVar(&o.report, "report", time.Second, "interval between report lines")
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: replay -r file [flags]\n\nSends a pcap or pcapng file through a device. Ctrl-C stops it.\nExit status: 0 on success, 1 if the device or file failed, 2 for bad flags.\n\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if err := o.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "replay:", err)
-		os.Exit(2)
-	}
-	ctx, stop := testbed.Interrupted()
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "replay:", err)
-		os.Exit(1)
-	}
+	testbed.Main("replay", "usage: replay -r file [flags]\n\nSends a pcap or pcapng file through a device. Ctrl-C stops it.\nExit status: 0 on success, 1 if the device or file failed, 2 for bad flags.\n\n", func() error { return o.check() }, func(ctx context.Context) error {
+		_, err := run(ctx, o, os.Stdout)
+		return err
+	})
 }
 
 func (o options) check() error {

@@ -49,21 +49,15 @@ func main() {
 	flag.DurationVar(&o.d, "d", 5*time.Second, "how long to listen")
 	flag.IntVar(&o.pps, "pps", 1000, "packets per second the feeder sends on its own veth pair")
 	flag.IntVar(&o.port, "udp-port", discardPort, "UDP destination port of the packets to time (on afxdp, the only ones taken from the kernel)")
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: timestamps [flags]\n\nPrints the distribution of gaps between packet arrivals, from the device's\nreceive timestamps, and how long packets waited between stamp and program.\nExit status: 0 on success, 1 on failure (also when the device does not stamp),\n2 for bad flags.\n\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if o.d <= 0 || o.pps < 1 || o.pps > 100000 || o.port < 1 || o.port > 65535 {
-		fmt.Fprintln(os.Stderr, "timestamps: -d must be positive, -pps 1 to 100000, -udp-port 1 to 65535")
-		os.Exit(2)
-	}
-	ctx, stop := testbed.Interrupted()
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "timestamps:", err)
-		os.Exit(1)
-	}
+	testbed.Main("timestamps", "usage: timestamps [flags]\n\nPrints the distribution of gaps between packet arrivals, from the device's\nreceive timestamps, and how long packets waited between stamp and program.\nExit status: 0 on success, 1 on failure (also when the device does not stamp),\n2 for bad flags.\n\n", func() error {
+		if o.d <= 0 || o.pps < 1 || o.pps > 100000 || o.port < 1 || o.port > 65535 {
+			return errors.New("-d must be positive, -pps 1 to 100000, -udp-port 1 to 65535")
+		}
+		return nil
+	}, func(ctx context.Context) error {
+		_, err := run(ctx, o, os.Stdout)
+		return err
+	})
 }
 
 // discardPort is where the feeder sends.

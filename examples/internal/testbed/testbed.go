@@ -7,6 +7,7 @@ package testbed
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -198,6 +199,31 @@ func (b *Bed) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Main is what every example's main does once its flags are declared:
+// -h prints usage and the flags; a refusal of check exits 2 with "name:
+// why"; run goes until it returns or SIGINT or SIGTERM cancels its context
+// (so its deferred Close runs), and an error it returns exits 1. Both are
+// called after the flags are parsed: pass closures, since a method value
+// such as o.check binds o's defaults before.
+func Main(name, usage string, check func() error, run func(context.Context) error) {
+	flag.Usage = func() {
+		fmt.Fprint(os.Stderr, usage)
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if err := check(); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(2)
+	}
+	ctx, stop := Interrupted()
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
 }
 
 // Interrupted returns a context cancelled on SIGINT or SIGTERM, so a loop
