@@ -176,6 +176,28 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	if grp.native && c.mode == ModeAuto && len(f.info.Tried) == 0 && !in.ZeroCopy {
 		in.Decisions = append(in.Decisions, "zero-copy not granted by the driver: native copy mode")
 	}
+	if d := longPackets(f.sockets, c.multiBuf); d != "" {
+		in.Decisions = append(in.Decisions, d)
+	}
+}
+
+// longPackets says, when the link carries packets longer than a receive
+// frame holds and packets may not span frames, what happens to them: the
+// kernel drops them (counted in the socket's Kernel.RxDropped, the afxdp
+// queue's Dropped), and what would take them. "" when every packet fits.
+func longPackets(socks []*Socket, multiBuf bool) string {
+	for _, s := range socks {
+		if multiBuf || s.r.ring.ents == nil || s.MaxTxLen() <= s.MaxPacket() {
+			continue
+		}
+		room := fmt.Sprintf("%d-byte frames less the kernel's %d-byte headroom", s.frameSize, RxHeadroom)
+		if s.stamps {
+			room += fmt.Sprintf(" and the %d-byte stamp", filter.RxMetadataLen)
+		}
+		return fmt.Sprintf("the link carries packets of up to %d bytes (its MTU, the Ethernet header and a VLAN tag) and a frame holds %d (%s): the kernel drops longer ones, counted in Stats (rx_dropped); WithMultiBuffer, or WithFrameSize(%d), takes them",
+			s.MaxTxLen(), s.MaxPacket(), room, ceilPow2(s.MaxTxLen()+s.frameSize-s.MaxPacket()))
+	}
+	return ""
 }
 
 // txBudget is the least transmit budget of the sockets that transmit in

@@ -606,6 +606,9 @@ func (c *config) geometry() (socketGeometry, error) {
 // floorPow2 is the largest power of two not above n (n > 0).
 func floorPow2(n int) int { return 1 << (bits.Len(uint(n)) - 1) }
 
+// ceilPow2 is the least power of two n or more (n positive).
+func ceilPow2(n int) int { return 1 << bits.Len(uint(n-1)) }
+
 func newConfig(opts []Option) *config {
 	c := &config{}
 	for _, o := range opts {

@@ -126,6 +126,66 @@ func receiveTest(t *testing.T, f *Fleet, want int, timeout time.Duration) map[ui
 	return got
 }
 
+// TestLongPacketsNamed: where the link carries packets longer than a
+// receive frame holds and packets may not span frames, Open says what
+// becomes of them in Info().Decisions, and the kernel's drop of one is
+// counted; where they fit, or WithMultiBuffer takes them, it says nothing.
+func TestLongPacketsNamed(t *testing.T) {
+	const said = "the kernel drops longer ones"
+	for _, tc := range []struct {
+		name string
+		mtu  int
+		opts []Option
+		want string // "" for no such decision
+	}{
+		{"MTU 1500", 1500, nil, ""},
+		{"MTU 1900", 1900, nil, "up to 1918 bytes (its MTU, the Ethernet header and a VLAN tag) and a frame holds 1792 (2048-byte frames less the kernel's 256-byte headroom): the kernel drops longer ones, counted in Stats (rx_dropped); WithMultiBuffer, or WithFrameSize(4096), takes them"},
+		{"MTU 1900, stamps", 1900, []Option{WithRxTimestamps()}, "a frame holds 1776 (2048-byte frames less the kernel's 256-byte headroom and the 16-byte stamp)"},
+		{"MTU 1900, multi-buffer", 1900, []Option{WithMultiBuffer()}, ""},
+		{"MTU 1900, 4096-byte frames", 1900, []Option{WithFrameSize(4096)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := vethPair(t, netns.WithMTU(tc.mtu))
+			f := openIn(t, p.B, append([]Option{WithFilter(filter.MatchEtherType(testEtherType))}, tc.opts...)...)
+			in, err := f.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, d := range in.Decisions {
+				if strings.Contains(d, said) {
+					got = d
+				}
+			}
+			switch {
+			case tc.want == "" && got != "":
+				t.Errorf("Info().Decisions says %q, where every packet fits", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("Info().Decisions %q: want one saying %q", in.Decisions, tc.want)
+			}
+			if tc.want == "" {
+				return
+			}
+			// What it says happens: a 1900-byte packet is dropped, and counted.
+			newRawSender(t, p.A).send(t, testFrame(make([]byte, 1900), 1, 1900))
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				st, err := f.Stats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.RxDropped == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a 1900-byte packet: kernel rx_dropped %d, want 1", st.RxDropped)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
 // TestTxBudgetSummary: Info reports the least budget of the sockets that
 // transmit in copy mode, and the kernel's answer where one kept its 32.
 func TestTxBudgetSummary(t *testing.T) {
