@@ -200,8 +200,9 @@ func run(t *testing.T, insns asm.Instructions, pkt []byte) (steps int, verdict u
 
 // fuzzProgram decodes data into a loop-free program over the registers
 // and offsets optimize rewrites: bounds checks, loads and compares (the
-// blocks' guards), ALU, stores, calls, jumps forward to the groups after
-// them or to one of four tails, each returning its own constant.
+// blocks' guards, also twice with the base moved between them), ALU,
+// stores, calls, jumps forward to the groups after them or to one of four
+// tails, each returning its own constant.
 func fuzzProgram(data []byte) asm.Instructions {
 	regs := []asm.Register{asm.R0, asm.R1, asm.R2, asm.R9}
 	bases := []asm.Register{asm.R7, asm.R9, asm.R2}
@@ -223,7 +224,7 @@ func fuzzProgram(data []byte) asm.Instructions {
 		}
 		r, base := regs[int(b)%len(regs)], bases[int(b>>2)%len(bases)]
 		var g asm.Instructions
-		switch a % 10 {
+		switch a % 12 {
 		case 0:
 			g = asm.Instructions{asm.Mov.Imm(r, int32(c%4))}
 		case 1:
@@ -244,6 +245,13 @@ func fuzzProgram(data []byte) asm.Instructions {
 			g = asm.Instructions{asm.Mov.Imm(r, 1), asm.JEq.Imm(r, int32(c%2), target)}
 		case 9:
 			g = asm.Instructions{asm.FnKtimeGetNs.Call()}
+		case 10: // a bounds check again after its base moved
+			g = append(append(boundsTo(base, int(c%48), target), asm.Add.Imm(base, int32(b%4)+1)), boundsTo(base, int(c%48), target)...)
+		case 11: // a load and compare again after its base moved
+			ld := func() asm.Instructions {
+				return asm.Instructions{asm.LoadMem(asm.R1, base, int16(b%4)*2, asm.Half), asm.JNE.Imm(asm.R1, int32(c%3), target)}
+			}
+			g = append(append(ld(), asm.Add.Imm(base, int32(c%3)+1)), ld()...)
 		}
 		g[0] = g[0].WithSymbol(label(i))
 		insns = append(insns, g...)
