@@ -23,8 +23,10 @@ type Device interface {
 	// call returns nil and does nothing. It is safe from any goroutine
 	// while others are inside queue methods: it wakes a Poll, waits for
 	// the other calls in progress to leave, and a call it cut short
-	// returns ErrClosed. It must not be called from inside a queue call
-	// (a SendFunc build function), which it would wait for.
+	// returns ErrClosed. Called from inside a queue call (a SendFunc
+	// build function), which a backend that waits would wait for
+	// forever, it either closes or refuses at once with an error matching
+	// ErrBusy and changes nothing; close after the call returns.
 	Close() error
 }
 

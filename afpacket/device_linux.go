@@ -226,15 +226,23 @@ func (d *Device) RxQueue(i int) packetio.RxQueue { return d.queues().RxQueue(i) 
 // and the rings. It is idempotent. Region slices taken before Close stay
 // readable and writable (the region is Go memory, released once nothing
 // refers to it; a region bound WithNUMANode reads zeros) but belong to no
-// queue any more. Close of a nil Device (what
-// a failed Open returns) is an error matching packetio.ErrClosed, not a
-// panic.
+// queue any more. Close of a nil Device (what a failed Open returns) is an
+// error matching packetio.ErrClosed, not a panic. From inside a call on the
+// device (a SendFunc build function), which it would wait for forever, it
+// refuses with an error matching packetio.ErrBusy and changes nothing.
 func (d *Device) Close() error {
 	if d == nil {
 		return nilDevice("close")
 	}
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
+	if !d.closed.Load() {
+		for _, q := range d.Tx {
+			if q.insideCall() {
+				return q.errInsideCall()
+			}
+		}
+	}
 	if d.closed.Swap(true) {
 		return nil
 	}

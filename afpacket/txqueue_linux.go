@@ -762,14 +762,29 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 }
 
 // Close stops the queue and waits until no call on it is in progress. It is
-// idempotent and safe from any goroutine, but not from inside a call on the
-// queue (a SendFunc build function: it would wait for itself). The socket
+// idempotent and safe from any goroutine. From inside a call on the queue
+// (a SendFunc build function), which it would wait for forever, it refuses
+// with an error matching packetio.ErrBusy and changes nothing. The socket
 // and the ring belong to the Device, which closes and unmaps them
 // afterwards.
 func (q *TxQueue) Close() error {
+	if !q.closed.Load() && q.insideCall() {
+		return q.errInsideCall()
+	}
 	q.closed.Store(true)
 	callgate.Drain(&q.calls)
 	return nil
+}
+
+// insideCall reports whether the calling goroutine runs inside a call on
+// the queue that runs the caller's code (a SendFunc build function).
+func (q *TxQueue) insideCall() bool {
+	return q.calls.Busy() && callgate.Inside((*TxQueue).SendFunc)
+}
+
+// errInsideCall is Close's refusal inside a call of its own.
+func (q *TxQueue) errInsideCall() error {
+	return q.errorf("close", packetio.ErrBusy, "%w", callgate.ErrInside)
 }
 
 // account adds one Transmit to the counters: offered descriptors, total

@@ -7,6 +7,7 @@ import (
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp/xdp"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/devqueues"
 )
 
@@ -193,12 +194,18 @@ func (d *Device) RxQueue(i int) packetio.RxQueue { return d.queues().RxQueue(i) 
 // idempotent. The Region and every slice taken from it are invalid
 // afterwards. On a nil Device (what a failed Open returns, perhaps held in
 // a packetio.Device) it returns an error matching packetio.ErrClosed.
+// From inside a call on the device (a SendFunc build function), which it
+// would wait for forever, it refuses with an error matching
+// packetio.ErrBusy and changes nothing: close after the call returns.
 func (d *Device) Close() error {
 	if d == nil {
 		return packetio.NewOpError("close", backendName, "", packetio.NoQueue, packetio.ErrClosed)
 	}
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
+	if !d.closed.Load() && d.fleet.InsideCall() {
+		return packetio.NewOpError("close", backendName, d.name, packetio.NoQueue, fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside))
+	}
 	if d.closed.Swap(true) {
 		return nil
 	}

@@ -644,13 +644,22 @@ func (d *Device) teardown() error {
 
 // Close stops the port, closes it and removes its device, and releases the
 // frame memory. It waits for a goroutine in Poll to leave the driver (and
-// wakes it). A second call returns nil.
+// wakes it). A second call returns nil. From inside a call on the device (a
+// SendFunc build function), which it would wait for forever, it refuses
+// with an error matching packetio.ErrBusy and changes nothing.
 func (d *Device) Close() error {
 	if d == nil {
 		return errNil("close")
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.closed.Load() {
+		for _, q := range d.Tx {
+			if q.calls.Busy() && callgate.Inside((*TxQueue).SendFunc) {
+				return opErr(d, "close", packetio.NoQueue, fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside))
+			}
+		}
+	}
 	if d.closed.Swap(true) {
 		return nil
 	}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/packetiotest"
@@ -34,6 +36,7 @@ var faults = []struct {
 	{"frame-outside-region", "CapabilitiesAreSelfConsistent"},
 	{"bare-errors", "ErrorsAreOpErrors"},
 	{"closed-send-reads-as-back-pressure", "CloseDuringCalls"},
+	{"close-waits-for-its-caller", "CloseDuringCalls"},
 }
 
 func TestSuiteCatchesBrokenBackends(t *testing.T) {
@@ -66,7 +69,7 @@ func faultyPair(fault string) (open, peer packetiotest.OpenFunc) {
 		}
 		b = bb
 		t.Cleanup(func() { bb.Close() })
-		return &faultyDevice{Device: a, fault: fault}
+		return &faultyDevice{Device: a, fault: fault, sending: new(atomic.Int64)}
 	}
 	peer = func(t *testing.T) packetiotest.Device { return b }
 	return open, peer
@@ -74,7 +77,8 @@ func faultyPair(fault string) (open, peer packetiotest.OpenFunc) {
 
 type faultyDevice struct {
 	packetio.Device
-	fault string
+	fault   string
+	sending *atomic.Int64 // SendFunc calls in progress, for close-waits-for-its-caller
 }
 
 func (d *faultyDevice) TxQueue(i int) packetio.TxQueue {
@@ -82,7 +86,7 @@ func (d *faultyDevice) TxQueue(i int) packetio.TxQueue {
 	if q == nil {
 		return nil
 	}
-	return &faultyTx{TxQueue: q, fault: d.fault}
+	return &faultyTx{TxQueue: q, fault: d.fault, sending: d.sending}
 }
 
 func (d *faultyDevice) RxQueue(i int) packetio.RxQueue {
@@ -97,12 +101,18 @@ func (d *faultyDevice) Close() error {
 	if d.fault == "close-does-not-wake-poll" {
 		return nil
 	}
+	if d.fault == "close-waits-for-its-caller" {
+		for d.sending.Load() > 0 { // a drain that cannot tell its own caller
+			time.Sleep(time.Millisecond)
+		}
+	}
 	return d.Device.Close()
 }
 
 type faultyTx struct {
 	packetio.TxQueue
-	fault string
+	fault   string
+	sending *atomic.Int64
 }
 
 func (q *faultyTx) Transmit(descs []packetio.Desc) int {
@@ -114,6 +124,10 @@ func (q *faultyTx) Transmit(descs []packetio.Desc) int {
 }
 
 func (q *faultyTx) SendFunc(count int, build func(int, []byte) int) (int, error) {
+	if q.fault == "close-waits-for-its-caller" {
+		q.sending.Add(1)
+		defer q.sending.Add(-1)
+	}
 	if q.fault == "bare-errors" {
 		n, err := q.TxQueue.SendFunc(count, build)
 		if err != nil {

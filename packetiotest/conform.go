@@ -16,6 +16,7 @@ package packetiotest
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -528,6 +529,7 @@ func closeWakesAPoller(t *testing.T, open OpenFunc) {
 // returns nil, and every call afterwards is refused.
 func closeDuringCalls(t *testing.T, open OpenFunc) {
 	t.Run("SendFuncBuilding", func(t *testing.T) { closeDuringBuild(t, open) })
+	t.Run("FromInsideBuild", func(t *testing.T) { closeInsideBuild(t, open) })
 	t.Run("DrivingLoop", func(t *testing.T) {
 		for round := range 3 {
 			closeDuringLoop(t, open, time.Duration(round)*5*time.Millisecond)
@@ -581,6 +583,75 @@ func closeDuringBuild(t *testing.T, open OpenFunc) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("SendFunc or Close still running 5s after the build returned")
 		}
+	}
+	if _, err := tx.SendFunc(1, pattern); !errors.Is(err, packetio.ErrClosed) {
+		t.Errorf("SendFunc after Close: %v, want ErrClosed", err)
+	}
+}
+
+// closeInsideBuild calls Close from inside a SendFunc build function on the
+// same device. A backend whose Close waits for the calls in progress would
+// wait for itself there: its Close must refuse at once with ErrBusy (an
+// OpError) and leave the device as it was, so the SendFunc sends and the
+// device keeps working until a Close after the call closes it. A backend
+// that need not wait may close instead; SendFunc then returns ErrClosed or
+// nil. Either way Close returns within 5 s.
+func closeInsideBuild(t *testing.T, open OpenFunc) {
+	d := open(t)
+	if d == nil {
+		cannotOpen(t)
+		return
+	}
+	var returned atomic.Bool // a Close inside that hangs holds the device: no cleanup then
+	t.Cleanup(func() {
+		if returned.Load() {
+			d.Close()
+		}
+	})
+	tx := d.TxQueue(0)
+	var closeErr error
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := tx.SendFunc(1, func(i int, frame []byte) int {
+			closeErr = d.Close()
+			return pattern(i, frame)
+		})
+		done <- result{n, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+		returned.Store(true)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close from inside a SendFunc build function did not return within 5s: it waits for the call it is inside")
+	}
+	t.Logf("Close from inside a build: %v; the SendFunc around it: %d, %v", closeErr, r.n, r.err)
+	switch {
+	case closeErr == nil: // closed inside: the send says so or went
+		if r.err != nil && !errors.Is(r.err, packetio.ErrClosed) {
+			t.Errorf("SendFunc around a Close that closed: %d, %v; want nil or ErrClosed", r.n, r.err)
+		}
+	case errors.Is(closeErr, packetio.ErrBusy):
+		var oe *packetio.OpError
+		if !errors.As(closeErr, &oe) || oe.Op != "close" {
+			t.Errorf("Close inside a build: %v, not an OpError of op close", closeErr)
+		}
+		if r.n != 1 || r.err != nil {
+			t.Errorf("SendFunc around a refused Close: %d, %v; want 1, nil: the device is as it was", r.n, r.err)
+		}
+		settle(tx)
+		if n, err := tx.SendFunc(1, pattern); n != 1 || err != nil {
+			t.Errorf("SendFunc after the refused Close: %d, %v; want 1, nil", n, err)
+		}
+	default:
+		t.Errorf("Close inside a build: %v; want nil (closed) or an error matching ErrBusy", closeErr)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("Close after the build returned: %v", err)
 	}
 	if _, err := tx.SendFunc(1, pattern); !errors.Is(err, packetio.ErrClosed) {
 		t.Errorf("SendFunc after Close: %v, want ErrClosed", err)

@@ -173,3 +173,38 @@ func TestFaultCloseRxWakesPoll(t *testing.T) {
 		t.Errorf("Err after CloseRx: %v", err)
 	}
 }
+
+// TestCloseInsideBuildRefuses: Close of the socket or the fleet from inside
+// a SendFunc build function on it, which would wait for that call forever,
+// refuses at once with ErrBusy and changes nothing: the frame goes, and a
+// Close after the call closes. Closing another fleet from inside goes
+// ahead.
+func TestCloseInsideBuildRefuses(t *testing.T) {
+	p := vethPair(t)
+	f := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)))
+	other := openIn(t, p.A, WithFilter(filter.MatchEtherType(testEtherType)))
+	s, otherSock := f.Sockets()[0], other.Sockets()[0]
+	var sockErr, fleetErr, otherErr error
+	n, err := s.SendFunc(1, func(i int, frame []byte) int {
+		sockErr, fleetErr, otherErr = s.Close(), f.Close(), other.Close()
+		return len(testFrame(frame, 1, 64))
+	})
+	if n != 1 || err != nil {
+		t.Errorf("SendFunc around the refused Closes: %d, %v; want 1, nil", n, err)
+	}
+	for what, err := range map[string]error{"socket": sockErr, "fleet": fleetErr} {
+		var oe *packetio.OpError
+		if !errors.Is(err, packetio.ErrBusy) || !errors.As(err, &oe) || oe.Op != "close" {
+			t.Errorf("%s Close inside the build: %v; want an OpError of close matching ErrBusy", what, err)
+		}
+	}
+	if otherErr != nil || !otherSock.Closed() {
+		t.Errorf("Close of another fleet inside the build: %v (closed %v); want it closed", otherErr, otherSock.Closed())
+	}
+	if s.Closed() {
+		t.Fatal("the socket is closed after its Close refused")
+	}
+	if err := f.Close(); err != nil || !s.Closed() {
+		t.Errorf("Close after the build: %v (closed %v)", err, s.Closed())
+	}
+}

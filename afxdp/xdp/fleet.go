@@ -480,8 +480,27 @@ func (f *Fleet) Close() error {
 	if f.closed {
 		return nil
 	}
+	if f.InsideCall() {
+		return packetio.NewOpError("close", "afxdp", f.ifname, packetio.NoQueue, errInsideCall())
+	}
 	f.closed = true
 	return f.teardown()
+}
+
+// InsideCall reports whether the calling goroutine runs inside a call on
+// one of the fleet's sockets that runs the caller's code (a SendFunc build
+// function), where Close would wait for itself: Close refuses then. False
+// on a nil Fleet.
+func (f *Fleet) InsideCall() bool {
+	if f == nil {
+		return false
+	}
+	for _, s := range f.sockets {
+		if s.InsideCall() {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Fleet) teardown() error {

@@ -670,9 +670,16 @@ func (s *Socket) GetFrame(d Desc) []byte {
 // ErrClosed. It is idempotent and safe from any goroutine. Frame slices
 // taken earlier no longer name frames, but stay safe to touch: the memory
 // under them reads zeros (see umem.release).
+//
+// Close from inside a call on the socket (a SendFunc build function) would
+// wait for that call forever: it refuses instead, with an error matching
+// packetio.ErrBusy, and changes nothing; close after the call returns.
 func (s *Socket) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
+	if s.InsideCall() {
+		return s.opErr("close", errInsideCall())
+	}
 	if s.closing.Swap(true) {
 		return nil
 	}
@@ -681,6 +688,19 @@ func (s *Socket) Close() error {
 	s.teardown()
 	return nil
 }
+
+// InsideCall reports whether the calling goroutine runs inside a call on
+// the socket that runs the caller's code, a SendFunc build function: a
+// Close there would wait for that call forever. Close asks it first and
+// refuses; a backend over the socket asks before it changes anything.
+// False on a nil Socket.
+func (s *Socket) InsideCall() bool {
+	return s != nil && (s.calls.Busy() || s.r.calls.Busy() || s.t.calls.Busy()) &&
+		callgate.Inside((*Socket).SendFunc, (*Socket).SendFuncNoKick)
+}
+
+// errInsideCall is Close's refusal inside a call of its own.
+func errInsideCall() error { return fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside) }
 
 // teardown releases what bring-up got to, in reverse order.
 func (s *Socket) teardown() {

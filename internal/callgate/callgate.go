@@ -16,9 +16,18 @@
 // Each Enter and Exit pair costs a caller about 17 ns here
 // (BenchmarkEnterExit): count only calls that touch what Close releases,
 // once, at the exported method; helpers it calls run inside its count.
+//
+// A Close called from inside a counted call of its own object (from a
+// SendFunc build function, which the call runs) would Drain forever,
+// waiting for the call it is inside. Close asks Inside first, and refuses
+// with ErrInside rather than hang.
 package callgate
 
 import (
+	"errors"
+	"reflect"
+	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -67,4 +76,45 @@ func busy(cs []*Calls) bool {
 		}
 	}
 	return false
+}
+
+// ErrInside is why a Close refuses to run inside a call of its own object.
+// Backends wrap it with packetio.ErrBusy.
+var ErrInside = errors.New("close called from inside a call it would wait for forever (a SendFunc build function on the same device): close after that call returns")
+
+// Inside reports whether the calling goroutine is running inside one of
+// fns, given as method expressions such as (*TxQueue).SendFunc: whether
+// its stack holds a frame of one, inlined or not. It walks the whole
+// stack, microseconds: for Close, never for a fast path. It tells the
+// function, not the object: a Close asks it only while its own object
+// counts a call (Busy), so that closing one queue from inside another's
+// call goes ahead (unless the first is busy with a call of its own at
+// that moment, which then reads as inside: the Close is refused, not
+// hung).
+func Inside(fns ...any) bool {
+	names := make([]string, 0, len(fns))
+	for _, fn := range fns {
+		if f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()); f != nil {
+			names = append(names, f.Name())
+		}
+	}
+	pcs := make([]uintptr, 64)
+	for {
+		n := runtime.Callers(2, pcs)
+		if n < len(pcs) {
+			pcs = pcs[:n]
+			break
+		}
+		pcs = make([]uintptr, 2*len(pcs))
+	}
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if slices.Contains(names, f.Function) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }

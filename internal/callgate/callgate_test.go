@@ -69,3 +69,39 @@ func BenchmarkEnterExit(b *testing.B) {
 		c.Exit()
 	}
 }
+
+type thing struct{}
+
+//go:noinline
+func (t *thing) call(fn func()) { fn() }
+
+func (t *thing) inlined(fn func()) { fn() }
+
+// TestInside: a goroutine inside a method, inlined or not, however deep
+// the stack below it, is found inside it; one that is not, is not.
+func TestInside(t *testing.T) {
+	var th thing
+	if Inside((*thing).call) {
+		t.Error("Inside reports a call the goroutine is not in")
+	}
+	var got, gotInlined, gotDeep bool
+	th.call(func() { got = Inside((*thing).call) })
+	th.inlined(func() { gotInlined = Inside((*thing).inlined) })
+	var deep func(int)
+	deep = func(n int) {
+		if n == 0 {
+			gotDeep = Inside((*thing).call)
+			return
+		}
+		deep(n - 1)
+	}
+	th.call(func() { deep(500) })
+	if !got || !gotInlined || !gotDeep {
+		t.Errorf("Inside from inside: %v, inlined %v, 500 frames down %v; want all true", got, gotInlined, gotDeep)
+	}
+	done := make(chan bool)
+	th.call(func() { go func() { done <- Inside((*thing).call) }() })
+	if <-done {
+		t.Error("a goroutine started inside the call reads as inside it")
+	}
+}

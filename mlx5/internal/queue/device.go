@@ -30,8 +30,15 @@ var _ packetio.Device = (*Device)(nil)
 func (d *Device) Capabilities() packetio.Capabilities { return d.Caps }
 
 // Close closes every queue, then releases the hardware. A second call
-// returns nil and does nothing.
+// returns nil and does nothing. From inside a call on a transmit queue (a
+// SendFunc build function), which it would wait for forever, it refuses
+// with an error matching packetio.ErrBusy and changes nothing.
 func (d *Device) Close() error {
+	for _, q := range d.Tx {
+		if !q.closed.Load() && q.insideCall() {
+			return q.errInsideCall()
+		}
+	}
 	first := false
 	d.once.Do(func() {
 		first = true

@@ -418,13 +418,28 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 }
 
 // Close marks the queue closed and waits until no call on it is in
-// progress. It is idempotent and safe from any goroutine, but not from
-// inside a call on the queue (a SendFunc build function: it would wait for
-// itself). The device releases the hardware after every queue is closed.
+// progress. It is idempotent and safe from any goroutine. From inside a
+// call on the queue (a SendFunc build function), which it would wait for
+// forever, it refuses with an error matching packetio.ErrBusy and changes
+// nothing. The device releases the hardware after every queue is closed.
 func (q *TxQueue) Close() error {
+	if !q.closed.Load() && q.insideCall() {
+		return q.errInsideCall()
+	}
 	q.closed.Store(true)
 	callgate.Drain(&q.calls)
 	return nil
+}
+
+// insideCall reports whether the calling goroutine runs inside a call on
+// the queue that runs the caller's code (a SendFunc build function).
+func (q *TxQueue) insideCall() bool {
+	return q.calls.Busy() && callgate.Inside((*TxQueue).SendFunc)
+}
+
+// errInsideCall is Close's refusal inside a call of its own.
+func (q *TxQueue) errInsideCall() error {
+	return q.opErr("close", fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside))
 }
 
 // opErr is the queue's error for op: a *packetio.OpError whose cause is
