@@ -34,7 +34,7 @@ func TestBlastOnOwnPair(t *testing.T) {
 	}{
 		{options{backend: "afpacket", queues: 1}, `^blast: afpacket on \S+, 1 tx queue, kernel copy \(AF_PACKET transmit, qdisc bypass\), need-wakeup n/a, busy-poll n/a, stamps n/a, batch 64, worker CPU 1` + nobody},
 		{options{backend: "afpacket", queues: 2}, `^blast: afpacket on \S+, 2 tx queues, .*, batch 64, workers unpinned` + nobody},
-		{options{backend: "afxdp", queues: 1}, `^blast: afxdp on \S+, 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps n/a, batch 64, worker CPU 1` + nobody},
+		{options{backend: "afxdp", queues: 1}, `^blast: afxdp on \S+, 1 tx queue, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll off, stamps n/a, batch 64, worker CPU 1` + nobody},
 		{options{backend: "afxdp", queues: 2, cpu: "0,1"}, `^blast: afxdp on \S+, 2 tx queues, .*, worker CPUs 0,1` + nobody},
 		{options{backend: "afxdp", queues: 1, busyPoll: true}, `, busy-poll 50us budget 64\b`},
 		{options{backend: "afpacket", queues: 1, dstMAC: "ff:ff:ff:ff:ff:ff"}, `, to ff:ff:ff:ff:ff:ff \(-dst-mac\)$`},

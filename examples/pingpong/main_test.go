@@ -55,7 +55,7 @@ func TestPingpongFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTrips(t, res)
-	checkLine(t, res, `^pingpong: afxdp on \S+, .*native XDP copy mode, need-wakeup on, busy-poll 50us budget 64\b.*, stamps on, batch 1, worker CPU 1; .*: afxdp \(native XDP copy mode, busy-poll 50us`)
+	checkLine(t, res, `^pingpong: afxdp on \S+, .*native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll 50us budget 64\b.*, stamps on, batch 1, worker CPU 1; .*: afxdp \(native XDP copy mode, busy-poll 50us`)
 }
 
 // TestPingpongOnAFXDP: both ends on afxdp, and the reflector on afpacket,
@@ -68,7 +68,7 @@ func TestPingpongOnAFXDP(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkTrips(t, res)
-		checkLine(t, res, `^pingpong: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps on, batch 1, workers unpinned; `)
+		checkLine(t, res, `^pingpong: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll off, stamps on, batch 1, workers unpinned; `)
 		checkLine(t, res, `; one-way: not measured \(no departure stamps on this backend\)$`)
 		if len(res.oneWay) != 0 {
 			t.Errorf("%d one-way samples without departure stamps", len(res.oneWay))

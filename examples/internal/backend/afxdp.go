@@ -4,6 +4,7 @@ package backend
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/packetio/packetio"
 	"github.com/packetio/packetio/afxdp"
@@ -75,7 +76,16 @@ func XDPTraits(in xdp.Info) Traits {
 	if busy == "" {
 		busy = "off"
 	}
-	return Traits{Mode: mode, NeedWakeup: onOff(in.NeedWakeup), BusyPoll: busy, Stamps: stamps}
+	t := Traits{Mode: mode, NeedWakeup: onOff(in.NeedWakeup), BusyPoll: busy, Stamps: stamps}
+	if in.TxBudget > 0 { // copy-mode transmit
+		t.Kick = fmt.Sprintf("up to %d frames a kick", in.TxBudget)
+		for _, d := range in.Decisions {
+			if strings.HasPrefix(d, "transmit budget kept") {
+				t.Kick += " (" + d + ")"
+			}
+		}
+	}
+	return t
 }
 
 func onOff(b bool) string {
@@ -89,8 +99,12 @@ func onOff(b bool) string {
 // (afxdp/xdp): as Line, from the fleet's Info as the kernel granted it.
 func XDPLine(program string, in xdp.Info, batch int, cpus []int, feed string) string {
 	t := XDPTraits(in)
+	mode := t.Mode
+	if t.Kick != "" {
+		mode += ", " + t.Kick
+	}
 	s := fmt.Sprintf("%s: afxdp/xdp on %s, %s, %s, need-wakeup %s, busy-poll %s, stamps %s, batch %d, %s",
-		program, in.Interface, plural(in.Queues, "queue"), t.Mode, t.NeedWakeup, t.BusyPoll, t.Stamps, batch, CPUString(cpus))
+		program, in.Interface, plural(in.Queues, "queue"), mode, t.NeedWakeup, t.BusyPoll, t.Stamps, batch, CPUString(cpus))
 	if feed != "" {
 		s += "; " + feed
 	}

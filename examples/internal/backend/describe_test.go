@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/packetio/packetio"
+	"github.com/packetio/packetio/afxdp/xdp"
 	"github.com/packetio/packetio/internal/netns"
 	"github.com/packetio/packetio/internal/testenv"
 )
@@ -93,6 +94,25 @@ func TestCPUString(t *testing.T) {
 	}{{nil, "workers unpinned"}, {[]int{1}, "worker CPU 1"}, {[]int{1, 0}, "worker CPUs 1,0"}} {
 		if got := CPUString(tc.cpus); got != tc.want {
 			t.Errorf("CPUString(%v) = %q, want %q", tc.cpus, got, tc.want)
+		}
+	}
+}
+
+// TestXDPTraitsKick: an AF_XDP transmit says what one kick sends, and why
+// where the kernel kept its budget; nothing where no socket transmits in
+// copy mode.
+func TestXDPTraitsKick(t *testing.T) {
+	kept := "transmit budget kept at 32 frames a kick (setsockopt XDP_MAX_TX_SKB_BUDGET: protocol not available)"
+	for _, tc := range []struct {
+		in   xdp.Info
+		want string
+	}{
+		{xdp.Info{TxBudget: 2048}, "up to 2048 frames a kick"},
+		{xdp.Info{TxBudget: 32, Decisions: []string{"zero-copy not granted by the driver: native copy mode", kept}}, "up to 32 frames a kick (" + kept + ")"},
+		{xdp.Info{}, ""},
+	} {
+		if got := XDPTraits(tc.in).Kick; got != tc.want {
+			t.Errorf("XDPTraits(TxBudget %d).Kick = %q, want %q", tc.in.TxBudget, got, tc.want)
 		}
 	}
 }

@@ -37,7 +37,7 @@ func TestDemoOnOwnPair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const want = `^customfilter: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; taking what the custom match takes, the rest left to the kernel\nmade\n`
+			const want = `^customfilter: afxdp/xdp on \S+, 1 queue, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; taking what the custom match takes, the rest left to the kernel\nmade\n`
 			if !regexp.MustCompile(want).MatchString(out.String()) {
 				t.Errorf("output does not begin with the first line (%q): %.300q", want, out.String())
 			}

@@ -40,7 +40,7 @@ func serveOnPair(t *testing.T) (*netns.Pair, *server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `^dns: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; asked by the test$`
+	const want = `^dns: afxdp/xdp on \S+, 1 queue, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; asked by the test$`
 	if first, _, _ := strings.Cut(out.String(), "\n"); !regexp.MustCompile(want).MatchString(first) {
 		t.Errorf("first line %q does not match %q", first, want)
 	}

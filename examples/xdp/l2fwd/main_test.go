@@ -27,7 +27,7 @@ func forward(t *testing.T, near, far []bed.Port, o options) {
 	}
 	// One first line per port, read back from its fleet.
 	lines := strings.Split(out.String(), "\n")
-	want := regexp.MustCompile(`^l2fwd: afxdp/xdp on \S+, \d queues?, native XDP copy mode, need-wakeup on, busy-poll (off|50us budget 64\b.*), stamps off, batch \d+, (workers unpinned|worker CPUs? [0-9,]+); fed by the test$`)
+	want := regexp.MustCompile(`^l2fwd: afxdp/xdp on \S+, \d queues?, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll (off|50us budget 64\b.*), stamps off, batch \d+, (workers unpinned|worker CPUs? [0-9,]+); fed by the test$`)
 	for i := range near {
 		if !want.MatchString(lines[i]) {
 			t.Errorf("line %d %q does not match %q", i, lines[i], want)

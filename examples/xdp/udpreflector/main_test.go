@@ -35,11 +35,11 @@ func TestReflectsOnOwnPair(t *testing.T) {
 	}{
 		{"ipv4", []netns.Option{netns.WithAddrs(netip.MustParsePrefix("10.96.0.1/24"), netip.MustParsePrefix("10.96.0.2/24"))},
 			inplace.Tuning{Program: "udpreflector", Batch: 64, Feed: "fed by the test"},
-			`^udpreflector: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; fed by the test$`},
+			`^udpreflector: afxdp/xdp on \S+, 1 queue, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll off, stamps off, batch 64, workers unpinned; fed by the test$`},
 		// -busy-poll and -cpu reach the sockets and the workers.
 		{"ipv6", []netns.Option{netns.WithIPv6(), netns.WithAddrs(netip.MustParsePrefix("fd00:96::1/64"), netip.MustParsePrefix("fd00:96::2/64"))},
 			inplace.Tuning{Program: "udpreflector", Batch: 32, BusyPoll: true, CPUs: []int{0}},
-			`^udpreflector: afxdp/xdp on \S+, 1 queue, native XDP copy mode, need-wakeup on, busy-poll 50us budget 64\b.*, stamps off, batch 32, worker CPU 0$`},
+			`^udpreflector: afxdp/xdp on \S+, 1 queue, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll 50us budget 64\b.*, stamps off, batch 32, worker CPU 0$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := netns.New(t, tc.opts...)
