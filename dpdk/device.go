@@ -129,6 +129,9 @@ func openDevice(name string, opts []Option) (*Device, error) {
 			c.frameSize = 4096
 		}
 	}
+	if driver == "net_af_xdp" && c.frameSize < minXDPFrameSize {
+		return nil, fmt.Errorf("%w: WithFrameSize(%d): net_af_xdp's frames are its AF_XDP UMEM's chunks, which the kernel takes from %d bytes", packetio.ErrInvalid, c.frameSize, minXDPFrameSize)
+	}
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

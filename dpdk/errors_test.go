@@ -52,6 +52,7 @@ func TestOpenErrors(t *testing.T) {
 		{"no such PCI device", "0000:99:00.0", nil, packetio.ErrNoDevice, "0000:99:00.0"},
 		{"af_packet without its interface", "net_af_packet0,iface=pionosuch0", nil, packetio.ErrNoDevice, `"pionosuch0"`},
 		{"af_xdp without its interface", "net_af_xdp0,iface=pionosuch0", nil, packetio.ErrNoDevice, `"pionosuch0"`},
+		{"af_xdp frames below the kernel's chunk", "net_af_xdp0,iface=" + p.A.Link, []Option{WithFrameSize(1024)}, packetio.ErrInvalid, "WithFrameSize(1024): net_af_xdp"},
 		{"driver refuses its arguments", "net_null1,bogus=1", nil, packetio.ErrSetup, "refused"},
 		{"already open", "net_null0", nil, packetio.ErrBusy, "already open"},
 		{"more queues than the port", "net_af_packet0,iface=" + p.A.Link, []Option{WithTxQueues(4)}, packetio.ErrUnsupported, "4 tx"},

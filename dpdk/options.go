@@ -40,6 +40,7 @@ const (
 	DefaultFrameSize = 2048
 	MaxQueues        = 64
 	minFrameSize     = 512
+	minXDPFrameSize  = 2048  // the kernel's smallest AF_XDP chunk (XDP_UMEM_MIN_CHUNK_SIZE)
 	maxFrameSize     = 65536 // data_off and data_len are 16 bits
 	maxFrames        = 1 << 20
 	xskRxFrames      = 4096 // the fewest a net_af_xdp receive queue works with (checkPort)
@@ -66,7 +67,10 @@ func WithRxDepth(n int) Option { return func(c *config) { c.rxDepth = n } }
 // WithFrameSize sets the frame size, a power of two from 512 to 65536. The
 // default is 2048, and 4096 for net_af_packet, whose ring frames need it,
 // and for net_af_xdp, whose packets start 576 bytes in (so a 2048-byte
-// frame would hold less than a 1500-byte MTU's 1514-byte frames).
+// frame would hold less than a 1500-byte MTU's 1514-byte frames). On
+// net_af_xdp it is at least 2048, the kernel's smallest UMEM chunk: Open
+// refuses a smaller one (ErrInvalid) rather than pass on the driver's bare
+// EINVAL.
 func WithFrameSize(n int) Option { return func(c *config) { c.frameSize = n } }
 
 // WithFrames sets the frames per queue, a power of two. The default is
