@@ -236,11 +236,9 @@ func (d *Device) Close() error {
 	}
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
-	if !d.closed.Load() {
-		for _, q := range d.Tx {
-			if q.insideCall() {
-				return q.errInsideCall()
-			}
+	for _, q := range d.Tx {
+		if err := q.refuseInside(); err != nil {
+			return err
 		}
 	}
 	if d.closed.Swap(true) {

@@ -768,23 +768,22 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 // and the ring belong to the Device, which closes and unmaps them
 // afterwards.
 func (q *TxQueue) Close() error {
-	if !q.closed.Load() && q.insideCall() {
-		return q.errInsideCall()
+	if err := q.refuseInside(); err != nil {
+		return err
 	}
 	q.closed.Store(true)
 	callgate.Drain(&q.calls)
 	return nil
 }
 
-// insideCall reports whether the calling goroutine runs inside a call on
-// the queue that runs the caller's code (a SendFunc build function).
-func (q *TxQueue) insideCall() bool {
-	return q.calls.Busy() && callgate.Inside((*TxQueue).SendFunc)
-}
-
-// errInsideCall is Close's refusal inside a call of its own.
-func (q *TxQueue) errInsideCall() error {
-	return q.errorf("close", packetio.ErrBusy, "%w", callgate.ErrInside)
+// refuseInside is Close's refusal when the calling goroutine runs inside
+// a SendFunc of the open queue (its build function), which Close would
+// wait for forever; nil otherwise.
+func (q *TxQueue) refuseInside() error {
+	if q.closed.Load() || !q.calls.HoldsCaller((*TxQueue).SendFunc) {
+		return nil
+	}
+	return packetio.NewOpError("close", backendName, q.dev.name, q.index, callgate.ErrInside)
 }
 
 // account adds one Transmit to the counters: offered descriptors, total

@@ -204,7 +204,7 @@ func (d *Device) Close() error {
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
 	if !d.closed.Load() && d.fleet.InsideCall() {
-		return packetio.NewOpError("close", backendName, d.name, packetio.NoQueue, fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside))
+		return packetio.NewOpError("close", backendName, d.name, packetio.NoQueue, callgate.ErrInside)
 	}
 	if d.closed.Swap(true) {
 		return nil

@@ -658,8 +658,8 @@ func (d *Device) Close() error {
 	defer d.mu.Unlock()
 	if !d.closed.Load() {
 		for _, q := range d.Tx {
-			if q.calls.Busy() && callgate.Inside((*TxQueue).SendFunc) {
-				return opErr(d, "close", packetio.NoQueue, fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside))
+			if q.calls.HoldsCaller((*TxQueue).SendFunc) {
+				return opErr(d, "close", packetio.NoQueue, callgate.ErrInside)
 			}
 		}
 	}

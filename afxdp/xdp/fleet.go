@@ -18,6 +18,7 @@ import (
 	"github.com/packetio/packetio/afxdp/xdp/internal/hook"
 	"github.com/packetio/packetio/afxdp/xdp/internal/libxdp"
 	"github.com/packetio/packetio/filter"
+	"github.com/packetio/packetio/internal/callgate"
 	"github.com/packetio/packetio/internal/host"
 )
 
@@ -481,7 +482,7 @@ func (f *Fleet) Close() error {
 		return nil
 	}
 	if f.InsideCall() {
-		return packetio.NewOpError("close", "afxdp", f.ifname, packetio.NoQueue, errInsideCall())
+		return packetio.NewOpError("close", "afxdp", f.ifname, packetio.NoQueue, callgate.ErrInside)
 	}
 	f.closed = true
 	return f.teardown()

@@ -678,7 +678,7 @@ func (s *Socket) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.InsideCall() {
-		return s.opErr("close", errInsideCall())
+		return s.opErr("close", callgate.ErrInside)
 	}
 	if s.closing.Swap(true) {
 		return nil
@@ -695,12 +695,8 @@ func (s *Socket) Close() error {
 // refuses; a backend over the socket asks before it changes anything.
 // False on a nil Socket.
 func (s *Socket) InsideCall() bool {
-	return s != nil && (s.calls.Busy() || s.r.calls.Busy() || s.t.calls.Busy()) &&
-		callgate.Inside((*Socket).SendFunc, (*Socket).SendFuncNoKick)
+	return s != nil && s.t.calls.HoldsCaller((*Socket).sendFunc) // where build runs
 }
-
-// errInsideCall is Close's refusal inside a call of its own.
-func errInsideCall() error { return fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside) }
 
 // teardown releases what bring-up got to, in reverse order.
 func (s *Socket) teardown() {

@@ -19,17 +19,19 @@
 //
 // A Close called from inside a counted call of its own object (from a
 // SendFunc build function, which the call runs) would Drain forever,
-// waiting for the call it is inside. Close asks Inside first, and refuses
-// with ErrInside rather than hang.
+// waiting for the call it is inside. Close asks HoldsCaller first, and
+// refuses with ErrInside rather than hang.
 package callgate
 
 import (
-	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/packetio/packetio"
 )
 
 // Calls counts calls in progress on one object. The zero value counts none.
@@ -78,20 +80,25 @@ func busy(cs []*Calls) bool {
 	return false
 }
 
-// ErrInside is why a Close refuses to run inside a call of its own object.
-// Backends wrap it with packetio.ErrBusy.
-var ErrInside = errors.New("close called from inside a call it would wait for forever (a SendFunc build function on the same device): close after that call returns")
+// ErrInside is a Close's refusal to run inside a call of its own object,
+// which it would wait for forever. It matches packetio.ErrBusy.
+var ErrInside = fmt.Errorf("%w: close called from inside a call it would wait for forever (a SendFunc build function on the same device): close after that call returns", packetio.ErrBusy)
 
-// Inside reports whether the calling goroutine is running inside one of
-// fns, given as method expressions such as (*TxQueue).SendFunc: whether
-// its stack holds a frame of one, inlined or not. It walks the whole
-// stack, microseconds: for Close, never for a fast path. It tells the
-// function, not the object: a Close asks it only while its own object
-// counts a call (Busy), so that closing one queue from inside another's
-// call goes ahead (unless the first is busy with a call of its own at
-// that moment, which then reads as inside: the Close is refused, not
-// hung).
-func Inside(fns ...any) bool {
+// HoldsCaller reports whether a call counted here is the calling
+// goroutine's own: whether c counts a call and the goroutine runs inside
+// one of fns (method expressions, such as (*TxQueue).SendFunc), the
+// methods that run the caller's code. A Close that finds it so must
+// refuse (ErrInside): Drain would wait for the call it is inside. It
+// walks the goroutine's stack, microseconds, and only while a call is
+// counted: for Close, never for a fast path. It tells the method, not the
+// object: closing one queue from inside another's call goes ahead, unless
+// the first counts a call of its own at that moment, which then reads as
+// the caller's (the Close is refused, not hung).
+func (c *Calls) HoldsCaller(fns ...any) bool { return c.Busy() && inside(fns...) }
+
+// inside reports whether the calling goroutine's stack holds a frame of
+// one of fns, inlined or not, at any depth.
+func inside(fns ...any) bool {
 	names := make([]string, 0, len(fns))
 	for _, fn := range fns {
 		if f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()); f != nil {

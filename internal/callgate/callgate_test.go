@@ -1,8 +1,11 @@
 package callgate
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
+
+	"github.com/packetio/packetio"
 )
 
 // TestEnterAfterClosing: a call entering once closing is set is refused
@@ -78,19 +81,20 @@ func (t *thing) call(fn func()) { fn() }
 func (t *thing) inlined(fn func()) { fn() }
 
 // TestInside: a goroutine inside a method, inlined or not, however deep
-// the stack below it, is found inside it; one that is not, is not.
+// the stack below it, is found inside it; one that is not, is not; and
+// HoldsCaller says so only while a call is counted.
 func TestInside(t *testing.T) {
 	var th thing
-	if Inside((*thing).call) {
+	if inside((*thing).call) {
 		t.Error("Inside reports a call the goroutine is not in")
 	}
 	var got, gotInlined, gotDeep bool
-	th.call(func() { got = Inside((*thing).call) })
-	th.inlined(func() { gotInlined = Inside((*thing).inlined) })
+	th.call(func() { got = inside((*thing).call) })
+	th.inlined(func() { gotInlined = inside((*thing).inlined) })
 	var deep func(int)
 	deep = func(n int) {
 		if n == 0 {
-			gotDeep = Inside((*thing).call)
+			gotDeep = inside((*thing).call)
 			return
 		}
 		deep(n - 1)
@@ -100,8 +104,23 @@ func TestInside(t *testing.T) {
 		t.Errorf("Inside from inside: %v, inlined %v, 500 frames down %v; want all true", got, gotInlined, gotDeep)
 	}
 	done := make(chan bool)
-	th.call(func() { go func() { done <- Inside((*thing).call) }() })
+	th.call(func() { go func() { done <- inside((*thing).call) }() })
 	if <-done {
 		t.Error("a goroutine started inside the call reads as inside it")
+	}
+	var c Calls
+	var closing atomic.Bool
+	var idle, counted bool
+	th.call(func() {
+		idle = c.HoldsCaller((*thing).call)
+		c.Enter(&closing)
+		counted = c.HoldsCaller((*thing).call)
+		c.Exit()
+	})
+	if idle || !counted {
+		t.Errorf("HoldsCaller inside the method: %v with no call counted, %v with one; want false, true", idle, counted)
+	}
+	if !errors.Is(ErrInside, packetio.ErrBusy) {
+		t.Error("ErrInside does not match packetio.ErrBusy")
 	}
 }

@@ -35,8 +35,8 @@ func (d *Device) Capabilities() packetio.Capabilities { return d.Caps }
 // with an error matching packetio.ErrBusy and changes nothing.
 func (d *Device) Close() error {
 	for _, q := range d.Tx {
-		if !q.closed.Load() && q.insideCall() {
-			return q.errInsideCall()
+		if err := q.refuseInside(); err != nil {
+			return err
 		}
 	}
 	first := false

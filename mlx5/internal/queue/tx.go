@@ -423,23 +423,22 @@ func (q *TxQueue) Stats() (packetio.TxStats, error) {
 // forever, it refuses with an error matching packetio.ErrBusy and changes
 // nothing. The device releases the hardware after every queue is closed.
 func (q *TxQueue) Close() error {
-	if !q.closed.Load() && q.insideCall() {
-		return q.errInsideCall()
+	if err := q.refuseInside(); err != nil {
+		return err
 	}
 	q.closed.Store(true)
 	callgate.Drain(&q.calls)
 	return nil
 }
 
-// insideCall reports whether the calling goroutine runs inside a call on
-// the queue that runs the caller's code (a SendFunc build function).
-func (q *TxQueue) insideCall() bool {
-	return q.calls.Busy() && callgate.Inside((*TxQueue).SendFunc)
-}
-
-// errInsideCall is Close's refusal inside a call of its own.
-func (q *TxQueue) errInsideCall() error {
-	return q.opErr("close", fmt.Errorf("%w: %w", packetio.ErrBusy, callgate.ErrInside))
+// refuseInside is Close's refusal when the calling goroutine runs inside
+// a SendFunc of the open queue (its build function), which Close would
+// wait for forever; nil otherwise.
+func (q *TxQueue) refuseInside() error {
+	if q.closed.Load() || !q.calls.HoldsCaller((*TxQueue).SendFunc) {
+		return nil
+	}
+	return q.opErr("close", callgate.ErrInside)
 }
 
 // opErr is the queue's error for op: a *packetio.OpError whose cause is
