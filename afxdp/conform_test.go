@@ -49,6 +49,14 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceColours: the contract holds with cache colours (native
+// mode, both ends coloured).
+func TestConformanceColours(t *testing.T) {
+	pair := netns.New(t)
+	colours := afxdp.WithCacheColours()
+	packetiotest.Run(t, opener(pair.A, colours), packetiotest.WithPeer(opener(pair.B, colours)))
+}
+
 func TestConformanceMultiQueue(t *testing.T) {
 	pair := netns.New(t, netns.WithQueues(2))
 	packetiotest.Run(t, opener(pair.A, afxdp.WithXDP(xdp.WithDriverMode())), packetiotest.WithPeer(opener(pair.B)))

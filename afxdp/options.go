@@ -35,6 +35,7 @@ type config struct {
 	frames      int
 	frameSize   int
 	multiBuffer bool
+	colours     bool
 	txOnly      bool
 	txCsum      bool
 	match       *filter.Match
@@ -181,6 +182,21 @@ func WithFrameSize(n int) Option { return func(c *config) { c.frameSize = n } }
 // marked packetio.OptContinued, in both directions.
 func WithMultiBuffer() Option { return func(c *config) { c.multiBuffer = true } }
 
+// WithCacheColours spreads received packets over the CPU's cache, for
+// programs that read or rewrite them (forwarders): frames become 4096
+// bytes and the kernel writes each packet into the 2048-byte half that
+// starts at one of 32 cache-line offsets, so a batch's headers stop
+// evicting each other (xdp.WithCacheColours says how). Without WithFrames
+// a queue gets 2048 of them, the default layout's memory. Mac forwarding on
+// a veth pair ran 14% and 16% faster with it here at 64 and 512 bytes; a
+// receive loop that never reads the packets does better without it, so it
+// is not the default (README, "Cache colours").
+// Capabilities().MaxFrameSize stays that of a 2048-byte frame. Open
+// refuses it with WithMultiBuffer, WithTransmitOnly, a WithFrameSize other
+// than 4096 (packetio.ErrInvalid), and on a link whose MTU carries longer
+// packets than that (packetio.ErrUnsupported).
+func WithCacheColours() Option { return func(c *config) { c.colours = true } }
+
 // WithHostTuning lets Open change the host as t says: NAPI deferral,
 // worker placement and interrupt moves, mlx5's xdp_tx_mpwqe flag (see
 // xdp.Tuning; xdp.DefaultTuning is what measured best). Without it Open
@@ -276,6 +292,9 @@ func (c *config) validate() error {
 	case c.frameSize != 0 && (c.frameSize < 2048 || c.frameSize > 65536 || c.frameSize&(c.frameSize-1) != 0):
 		return bad("WithFrameSize(%d): want a power of two from 2048 to 65536, or 0 for %d", c.frameSize, DefaultFrameSize)
 	}
+	if c.colours && c.txOnly {
+		return fmt.Errorf("%w: WithCacheColours cannot combine with WithTransmitOnly: it colours received packets", packetio.ErrUnsupported)
+	}
 	if c.userProg != nil || c.userMap != nil {
 		if c.stamps {
 			return bad("WithProgram with WithTimestamps: the arrival stamp is written by packetio's program, which does not run")
@@ -339,6 +358,9 @@ func (c *config) xdpOptions(match filter.Match) []xdp.Option {
 	}
 	if c.multiBuffer {
 		xo = append(xo, xdp.WithMultiBuffer())
+	}
+	if c.colours {
+		xo = append(xo, xdp.WithCacheColours())
 	}
 	if c.txOnly {
 		xo = append(xo, xdp.WithRingSizes(0, xdp.DefaultRingSize, 0, xdp.DefaultRingSize))

@@ -23,7 +23,7 @@ func fuzzOptions(b []byte) []Option {
 	next := in.Int64
 	var opts []Option
 	for in.More() {
-		switch in.Kind(15) {
+		switch in.Kind(16) {
 		case 0:
 			opts = append(opts, WithSteering(packetio.SteeringFilter{Promiscuous: true}))
 		case 1:
@@ -55,6 +55,8 @@ func fuzzOptions(b []byte) []Option {
 			opts = append(opts, WithPollSpin(time.Duration(next())*time.Microsecond))
 		case 14:
 			opts = append(opts, WithNUMANode(next()))
+		case 15:
+			opts = append(opts, WithCacheColours())
 		}
 	}
 	return opts
@@ -84,6 +86,10 @@ func FuzzOptions(f *testing.F) {
 	f.Add(append([]byte{0}, le(9, 50, 0)...))
 	f.Add(append([]byte{0}, le(14, -2)...))
 	f.Add(append([]byte{0}, le(14, 0)...))
+	f.Add([]byte{0, 15})
+	f.Add([]byte{0, 15, 6})
+	f.Add([]byte{0, 15, 7})
+	f.Add(append([]byte{0, 15}, le(3, 8192)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		err := newConfig(fuzzOptions(b)).validate()
 		switch {

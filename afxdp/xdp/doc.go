@@ -30,7 +30,11 @@
 //	forward:  Receive -> rewrite in place -> Transmit -> CompleteInto -> Recycle
 //
 // A received packet starts RxHeadroom (256) bytes into its frame, so a frame
-// carries FrameSize-256 bytes of packet (MaxPacket).
+// carries FrameSize-256 bytes of packet (MaxPacket). With WithCacheColours
+// the kernel is given a 2048-byte half of each 4096-byte frame that starts
+// 64 bytes times the frame's colour in, and the packet 256 bytes into that
+// (MaxPacket 1792): read a packet at its descriptor's address, never at a
+// fixed offset from its frame.
 //
 // # Why there is a filter
 //

@@ -137,7 +137,10 @@ func open(ifname string, c *config) (f *Fleet, err error) {
 		}
 	}()
 
-	if !c.frameSizeSet && c.mode != ModeGeneric && f.info.Driver == "ena" {
+	switch {
+	case c.colours && c.mode != ModeGeneric && f.info.Driver == "ena":
+		f.info.Decisions = append(f.info.Decisions, "WithCacheColours gives the kernel 2048-byte buffers, and ena's zero-copy needs page-sized ones: expect copy mode")
+	case !c.frameSizeSet && c.mode != ModeGeneric && f.info.Driver == "ena":
 		// ENA's zero-copy needs page-sized chunks; with 2048 it binds in
 		// copy mode without a word.
 		c.frameSize = 4096

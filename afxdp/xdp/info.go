@@ -52,6 +52,9 @@ type Info struct {
 	// FrameSize and NumFrames describe each socket's frames, TxFrames how
 	// many of them transmit.
 	FrameSize, NumFrames, TxFrames int
+	// Colours is how many offsets the kernel's receive buffers start at
+	// inside their frames with WithCacheColours (32), 0 without.
+	Colours int
 	// NUMABound is true when the frame memory is bound (MPOL_BIND) to
 	// NUMANode, the node WithNUMANode named or the NIC's; false when no
 	// policy was set and the kernel placed it.
@@ -90,6 +93,9 @@ func (i Info) String() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d/%d queues, %s, %s XDP, %dx%dB frames", i.Interface, i.Queues, i.QueuesTotal, zc, i.Mode, i.NumFrames, i.FrameSize)
+	if i.Colours > 0 {
+		fmt.Fprintf(&b, " in %d cache colours", i.Colours)
+	}
 	if i.Driver != "" {
 		fmt.Fprintf(&b, ", driver %s", i.Driver)
 	}
@@ -155,6 +161,9 @@ func (f *Fleet) fillInfo(c *config, pc filter.Program, grp bindGroup) {
 	}
 	in.SharedUMEM = f.umem != nil
 	in.MultiBuffer = c.multiBuf
+	if len(f.sockets) > 0 {
+		in.Colours = f.sockets[0].umem.colours()
+	}
 	switch pc.Stamp {
 	case filter.StampNone:
 		in.Timestamps = "off"
@@ -190,7 +199,7 @@ func longPackets(socks []*Socket, multiBuf bool) string {
 		if multiBuf || s.r.ring.ents == nil || s.MaxTxLen() <= s.MaxPacket() {
 			continue
 		}
-		room := fmt.Sprintf("%d-byte frames less the kernel's %d-byte headroom", s.frameSize, RxHeadroom)
+		room := fmt.Sprintf("%d-byte frames less the kernel's %d-byte headroom", s.umem.chunk, RxHeadroom)
 		if s.stamps {
 			room += fmt.Sprintf(" and the %d-byte stamp", filter.RxMetadataLen)
 		}

@@ -83,7 +83,7 @@ func fuzzOptions(b []byte) []Option {
 	next := in.Int64
 	opts := []Option{WithFilter(filter.MatchAll())}
 	for in.More() {
-		switch in.Kind(17) {
+		switch in.Kind(18) {
 		case 0:
 			opts = append(opts, WithQueues(next()))
 		case 1:
@@ -118,6 +118,8 @@ func fuzzOptions(b []byte) []Option {
 			opts = append(opts, WithNUMANode(next()))
 		case 16:
 			opts = append(opts, WithSharedHook(next()))
+		case 17:
+			opts = append(opts, WithCacheColours())
 		}
 	}
 	return opts
@@ -145,6 +147,10 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte{13, 11})
 	f.Add(append([]byte{15}, le(-2)...))
 	f.Add(append([]byte{16}, le(-1)...))
+	f.Add([]byte{17})
+	f.Add(append([]byte{17, 2}, le(2048)...))
+	f.Add([]byte{17, 11})
+	f.Add(append([]byte{17, 5}, le(64, 64, 0, 64)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		opts := fuzzOptions(b)
 		err := Validate(opts...)

@@ -37,7 +37,7 @@ func (s *Socket) Fill(n int) int {
 	}
 	s.r.addrs = s.r.pool.PopFill(int(k), s.r.addrs[:0])
 	for i, a := range s.r.addrs {
-		s.r.fill.put(uint32(i), a)
+		s.r.fill.put(uint32(i), s.umem.fillAddr(a))
 	}
 	s.r.fill.submit(k)
 	s.r.st.filled.Add(uint64(k))
@@ -347,7 +347,7 @@ func (s *Socket) receive(max int) []Desc {
 	var bytes uint64
 	for i := range n {
 		d := s.r.ring.get(i)
-		s.r.descs[i] = Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
+		s.r.descs[i] = Desc{Addr: rxAddr(d.Addr), Len: d.Len, Options: d.Options}
 		if s.stamps {
 			if !s.r.inPacket {
 				stripStamp(&s.r.descs[i])
@@ -356,7 +356,7 @@ func (s *Socket) receive(max int) []Desc {
 		}
 		bytes += uint64(d.Len)
 		if pool.Checked() {
-			s.r.pool.Take(pool.OpReceive, s.umem.base(d.Addr))
+			s.r.pool.Take(pool.OpReceive, s.umem.base(s.r.descs[i].Addr))
 		}
 	}
 	if n > 0 {
@@ -505,7 +505,7 @@ func (s *Socket) ReceiveStamped(max int) (descs []Desc, stamps []uint64, unstamp
 	take, start := uint32(0), true
 	for i := range avail {
 		d := s.r.ring.get(i)
-		desc := Desc{Addr: d.Addr, Len: d.Len, Options: d.Options}
+		desc := Desc{Addr: rxAddr(d.Addr), Len: d.Len, Options: d.Options}
 		if start && s.stamps {
 			stripStamp(&desc)
 		}

@@ -282,13 +282,36 @@ func (s *Socket) attachUMEM(sp socketSpec) (string, error) {
 	if c.txMeta {
 		flags, metaLen = unix.XDP_UMEM_TX_METADATA_LEN|unix.XDP_UMEM_TX_SW_CSUM, TxMetadataLen
 	}
-	if err := registerUMEM(s.fd, s.umem.mem, uint32(g.frameSize), 0, flags, metaLen); err != nil {
-		if errors.Is(err, unix.EINVAL) && c.txMeta {
+	if g.colours {
+		if err := s.colourFits(c.stamps); err != nil {
+			return "WithCacheColours", err
+		}
+		s.umem.colour()
+		flags |= unix.XDP_UMEM_UNALIGNED_CHUNK_FLAG
+	}
+	if err := registerUMEM(s.fd, s.umem.mem, uint32(s.umem.chunk), 0, flags, metaLen); err != nil {
+		switch {
+		case errors.Is(err, unix.EINVAL) && c.txMeta:
 			return "register the UMEM with transmit metadata (needs Linux 6.8)", err
+		case errors.Is(err, unix.EINVAL) && g.colours:
+			return "register the UMEM in unaligned-chunk mode for WithCacheColours (needs Linux 5.4)", err
 		}
 		return "register the UMEM (XDP_UMEM_REG; raise RLIMIT_MEMLOCK)", err
 	}
 	return "", nil
+}
+
+// colourFits refuses colours on a link whose MTU carries packets longer
+// than the kernel's half-frame buffer holds: the kernel would drop them.
+func (s *Socket) colourFits(stamps bool) error {
+	room := s.frameSize/2 - RxHeadroom
+	if stamps {
+		room -= filter.RxMetadataLen
+	}
+	if need := int(linkMaxTxLen(s.ifindex, s.frameSize)); need > room {
+		return fmt.Errorf("%w: %s carries packets of up to %d bytes (its MTU, the Ethernet header and a VLAN tag), and a coloured frame holds %d: lower the MTU, or open without colours", packetio.ErrUnsupported, s.ifname, need, room)
+	}
+	return nil
 }
 
 // umemRings are the fill and completion ring sizes: a socket that owns or
@@ -636,13 +659,14 @@ func (s *Socket) UMEM() []byte {
 // FrameSize is the size of one frame.
 func (s *Socket) FrameSize() int { return s.frameSize }
 
-// MaxPacket is the largest received packet one frame holds: the frame less
+// MaxPacket is the largest received packet one frame holds: the kernel's
+// buffer in it (the frame, or its coloured half with WithCacheColours) less
 // the kernel's headroom (and the timestamp metadata, with WithRxTimestamps).
 func (s *Socket) MaxPacket() int {
 	if s.stamps {
-		return s.frameSize - RxHeadroom - filter.RxMetadataLen
+		return s.umem.chunk - RxHeadroom - filter.RxMetadataLen
 	}
-	return s.frameSize - RxHeadroom
+	return s.umem.chunk - RxHeadroom
 }
 
 // Writable returns the bytes from d.Addr to the end of its frame, whatever

@@ -634,7 +634,7 @@ func (s *Socket) SendBatch(payloads [][]byte) (int, error) {
 	if s.t.ring.ents == nil {
 		return 0, s.opErr("send", fmt.Errorf("the socket has no transmit ring: %w", ErrUnsupported))
 	}
-	room := s.frameSize - int(s.txHeadroom)
+	room := s.umem.chunk - int(s.txHeadroom)
 	for i, p := range payloads {
 		switch {
 		case len(p) == 0:

@@ -24,10 +24,14 @@ type umem struct {
 	frameSize int
 	mask      uint64
 	shift     uint
-	huge      bool   // backed by 2 MiB pages
-	hugeNote  string // why not, when they were asked for
-	node      int    // the NUMA node the frames are bound to, numa.Unset for none
-	refs      atomic.Int32
+	// chunk is the buffer the kernel writes a received packet into: the
+	// frame, or with colours its 2048-byte half at the frame's colour.
+	chunk      int
+	colourMask uint64 // colours less one, 0 without colours
+	huge       bool   // backed by 2 MiB pages
+	hugeNote   string // why not, when they were asked for
+	node       int    // the NUMA node the frames are bound to, numa.Unset for none
+	refs       atomic.Int32
 }
 
 // newUMEM maps size bytes of zeroed, populated memory in frames of
@@ -39,7 +43,7 @@ func newUMEM(size, frameSize int, huge bool, node int) (*umem, error) {
 	if size <= 0 || size%frameSize != 0 {
 		return nil, fmt.Errorf("umem of %d bytes is not a whole number of %d-byte frames", size, frameSize)
 	}
-	u := &umem{frameSize: frameSize, mask: uint64(frameSize - 1), shift: uint(bits.TrailingZeros(uint(frameSize))), node: node}
+	u := &umem{frameSize: frameSize, mask: uint64(frameSize - 1), shift: uint(bits.TrailingZeros(uint(frameSize))), chunk: frameSize, node: node}
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_POPULATE
 	if node != numa.Unset {
 		flags &^= unix.MAP_POPULATE
@@ -112,9 +116,45 @@ func (u *umem) release() {
 	}
 }
 
-// base rounds an address down to its frame start. Chunks are aligned (the
-// unaligned-chunk mode is never used), so this is a mask.
+// base rounds an address down to its frame start. Frames are aligned to
+// their size (with colours too: only the kernel's buffer inside a frame
+// moves), so this is a mask.
 func (u *umem) base(addr uint64) uint64 { return addr &^ u.mask }
+
+// colour gives the kernel half of each frame, at an offset of colourStep
+// bytes times the frame number modulo the colours that fit in the other
+// half: what WithCacheColours registers (see there), before the UMEM is.
+func (u *umem) colour() {
+	u.chunk = u.frameSize / 2
+	u.colourMask = uint64(u.chunk/colourStep - 1)
+}
+
+// colours is how many offsets the kernel's buffers start at: 0 without
+// colours.
+func (u *umem) colours() int {
+	if u.colourMask == 0 {
+		return 0
+	}
+	return int(u.colourMask) + 1
+}
+
+// fillAddr is the fill-ring address of frame base: where the kernel's buffer
+// in it starts (the frame itself, without colours).
+func (u *umem) fillAddr(base uint64) uint64 {
+	return base + (base>>u.shift&u.colourMask)*colourStep
+}
+
+// rxAddr turns a receive descriptor's address into a plain UMEM offset. In
+// the unaligned-chunk mode (colours) the kernel hands back the fill address
+// in the low 48 bits and the packet's offset from it in the high 16
+// (XSK_UNALIGNED_BUF_OFFSET_SHIFT, include/uapi/linux/if_xdp.h); in the
+// aligned mode the high bits are zero and this changes nothing.
+func rxAddr(kernel uint64) uint64 {
+	return kernel&(1<<unalignedOffsetShift-1) + kernel>>unalignedOffsetShift
+}
+
+// unalignedOffsetShift is XSK_UNALIGNED_BUF_OFFSET_SHIFT.
+const unalignedOffsetShift = 48
 
 // span returns the bytes [addr, addr+n) when they lie inside one frame.
 func (u *umem) span(addr uint64, n uint32) []byte {

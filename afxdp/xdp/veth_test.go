@@ -434,8 +434,13 @@ func TestFullRingDoesNotDeadlock(t *testing.T) {
 // come back by address through CompleteInto, to be recycled: 5,000 frames
 // forwarded, every receive frame home, the transmit pool untouched.
 func TestForwardCompleteInto(t *testing.T) {
+	t.Run("defaults", func(t *testing.T) { forwardCompleteInto(t) })
+	t.Run("colours", func(t *testing.T) { forwardCompleteInto(t, WithCacheColours()) })
+}
+
+func forwardCompleteInto(t *testing.T, opts ...Option) {
 	p := vethPair(t)
-	fwd := openIn(t, p.B, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup()).Socket(0)
+	fwd := openIn(t, p.B, append([]Option{WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup()}, opts...)...).Socket(0)
 	peer := openIn(t, p.A, WithFilter(filter.MatchEtherType(testEtherType)), WithNeedWakeup())
 	src := peer.Socket(0)
 	rxFree, txFree := fwd.FreeRxFrames()+fwd.NumFilled(), fwd.FreeTxFrames()
