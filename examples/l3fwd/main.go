@@ -176,7 +176,7 @@ func run(ctx context.Context, o options, w io.Writer) (result, error) {
 	if o.cpu == "" && bed.Own() {
 		workers = cpus.Measured()
 	}
-	cfg := backend.Config{TxQueues: 1, RxQueues: 1, Frames: o.frames, Steering: steer, BusyPoll: o.busyPoll}
+	cfg := backend.Config{TxQueues: 1, RxQueues: 1, Frames: o.frames, Steering: steer, BusyPoll: o.busyPoll, Forwards: true}
 	d, err := bed.Open(func(name string) (packetio.Device, error) { return backend.Open(o.backend, name, cfg) })
 	if err != nil {
 		return res, err

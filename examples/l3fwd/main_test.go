@@ -55,7 +55,7 @@ func TestL3fwdOnOwnPair(t *testing.T) {
 // -frames reach the device and the worker.
 func TestL3fwdOnAFXDP(t *testing.T) {
 	testenv.NeedBPF(t)
-	l3fwdOn(t, options{backend: "afxdp"}, `^l3fwd: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, up to \d+ frames a kick, need-wakeup on, busy-poll off, stamps off, batch 64, worker CPU 1`+fed+`taking `)
+	l3fwdOn(t, options{backend: "afxdp"}, `^l3fwd: afxdp on \S+, 1 rx queue \+ 1 tx queue, native XDP copy mode, frames in 32 cache colours, up to \d+ frames a kick, need-wakeup on, busy-poll off, stamps off, batch 64, worker CPU 1`+fed+`taking `)
 	l3fwdOn(t, options{backend: "afxdp", busyPoll: true, cpu: "0"}, `, busy-poll 50us budget 64\b.* worker CPU 0;`)
 	if res := l3fwdOn(t, options{backend: "afxdp", frames: 1024}, `^l3fwd: afxdp `); res.frames != 1024 {
 		t.Errorf("-frames 1024: the device has %d frames", res.frames)

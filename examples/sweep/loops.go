@@ -364,9 +364,11 @@ func (e *env) config(jumbo bool, column string, txq, rxq int) backend.Config {
 }
 
 // openBackend opens column's backend on side A of r with txq and rxq
-// queues; workers are placed by the sweep, never by the backend.
-func (e *env) openBackend(r *rig, column string, txq, rxq int) (packetio.Device, error) {
+// queues, laid out for forwarding when forwards (backend.Config.Forwards);
+// workers are placed by the sweep, never by the backend.
+func (e *env) openBackend(r *rig, column string, txq, rxq int, forwards bool) (packetio.Device, error) {
 	c := e.config(r.jumbo, column, txq, rxq)
+	c.Forwards = forwards
 	vdev := ""
 	if column == colDpdkXDP {
 		vdev = fmt.Sprintf("net_af_xdp%d,iface=%s,start_queue=0,queue_count=%d", e.vdevs, r.bed.Name, max(txq, rxq, 1))
@@ -459,7 +461,7 @@ func (e *env) startTx(ctx context.Context, r *rig, column string) (running, erro
 	if column == colDpdkXDP {
 		rxq = r.queues // net_af_xdp sends through the receive queue's socket
 	}
-	d, err := e.openBackend(r, column, r.queues, rxq)
+	d, err := e.openBackend(r, column, r.queues, rxq, false)
 	if err != nil {
 		return running{}, err
 	}
@@ -578,7 +580,7 @@ func (l *lengths) verdict(right uint64) error {
 }
 
 func (e *env) startRx(ctx context.Context, r *rig, column string) (running, error) {
-	d, err := e.openBackend(r, column, 1, r.queues)
+	d, err := e.openBackend(r, column, 1, r.queues, false)
 	if err != nil {
 		return running{}, err
 	}
@@ -609,7 +611,7 @@ func (e *env) startRx(ctx context.Context, r *rig, column string) (running, erro
 }
 
 func (e *env) startFwd(ctx context.Context, r *rig, column string) (running, error) {
-	d, err := e.openBackend(r, column, r.queues, r.queues)
+	d, err := e.openBackend(r, column, r.queues, r.queues, true)
 	if err != nil {
 		return running{}, err
 	}
@@ -771,6 +773,7 @@ func packetioNote(name, steer string) string {
 			what = "taking every frame of its queues (-steer all, as the C reference's program does)"
 		}
 		return "afxdp: one XDP program in native mode on the veth " + what + " to one AF_XDP socket per queue over one shared UMEM, need-wakeup on; copy mode (veth has no zero-copy), so the kernel copies every frame into the UMEM in softirq, and transmit builds an skb per frame. " +
+			"The forward loop opens with WithCacheColours (2048 frames of 4096 bytes a queue, each packet at one of 32 cache-line offsets; backend.Config.Forwards, as examples/l3fwd does), receive and transmit with the default layout (4096 frames of 2048 bytes). " +
 			"afxdp (its defaults) blocks in Poll up to 50 ms when its ring is empty; afxdp+busypoll opens with WithBusyPoll(50, 64) (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs, SO_BUSY_POLL_BUDGET 64) and its loops never sleep: Poll(0)"
 	case "dpdk":
 		return "dpdk: the packetio dpdk backend, in this process, on the same veth over DPDK's drivers: dpdk/af_packet over net_af_packet (qpairs = queues; it copies every frame), dpdk/af_xdp over net_af_xdp (\"net_af_xdpN,iface=IF,start_queue=0,queue_count=Q\" passed to backend.Open as the name; the driver's defaults, so it busy-polls, see testpmd/af_xdp); each is held against testpmd on the same driver"

@@ -3,6 +3,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -36,6 +37,14 @@ func init() {
 		}
 		if c.MultiBuffer {
 			opts = append(opts, afxdp.WithMultiBuffer())
+		}
+		if c.Forwards && c.RxQueues > 0 && !c.MultiBuffer && c.FrameSize == 0 {
+			d, err := afxdp.Open(name, append(opts, afxdp.WithCacheColours())...)
+			if !errors.Is(err, packetio.ErrUnsupported) {
+				return d, err
+			}
+			// A link whose MTU carries packets longer than a coloured
+			// frame holds: plain frames, which the first line shows.
 		}
 		return afxdp.Open(name, opts...)
 	})
@@ -75,6 +84,9 @@ func XDPTraits(in xdp.Info) Traits {
 	busy := in.BusyPoll
 	if busy == "" {
 		busy = "off"
+	}
+	if in.Colours > 0 {
+		mode += fmt.Sprintf(", frames in %d cache colours", in.Colours)
 	}
 	t := Traits{Mode: mode, NeedWakeup: onOff(in.NeedWakeup), BusyPoll: busy, Stamps: stamps}
 	if in.TxBudget > 0 { // copy-mode transmit

@@ -37,6 +37,11 @@ type Config struct {
 	// afpacket's 2 KiB ones. The backends without it (dpdk, mlx5) refuse
 	// it with packetio.ErrUnsupported rather than drop such packets.
 	MultiBuffer bool
+	// Forwards says the program reads and rewrites the packets it
+	// receives and sends them on: a backend that can lay its frames out
+	// for that does (afxdp: WithCacheColours, where the link's MTU lets
+	// it and without MultiBuffer); the others ignore it.
+	Forwards bool
 }
 
 // The busy-polling Config.BusyPoll asks of afxdp: SO_BUSY_POLL of 50 µs
