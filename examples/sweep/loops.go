@@ -773,7 +773,7 @@ func packetioNote(name, steer string) string {
 			what = "taking every frame of its queues (-steer all, as the C reference's program does)"
 		}
 		return "afxdp: one XDP program in native mode on the veth " + what + " to one AF_XDP socket per queue over one shared UMEM, need-wakeup on; copy mode (veth has no zero-copy), so the kernel copies every frame into the UMEM in softirq, and transmit builds an skb per frame. " +
-			"The forward loop opens with WithCacheColours (2048 frames of 4096 bytes a queue, each packet at one of 32 cache-line offsets; backend.Config.Forwards, as examples/l3fwd does), receive and transmit with the default layout (4096 frames of 2048 bytes). " +
+			"The forward loop opens with WithCacheColours (frames of 4096 bytes, 2048 a queue without -frames, each packet at one of 32 cache-line offsets; backend.Config.Forwards, as examples/l3fwd does), receive and transmit with the default layout (frames of 2048 bytes, 4096 a queue without -frames). " +
 			"afxdp (its defaults) blocks in Poll up to 50 ms when its ring is empty; afxdp+busypoll opens with WithBusyPoll(50, 64) (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 50 µs, SO_BUSY_POLL_BUDGET 64) and its loops never sleep: Poll(0)"
 	case "dpdk":
 		return "dpdk: the packetio dpdk backend, in this process, on the same veth over DPDK's drivers: dpdk/af_packet over net_af_packet (qpairs = queues; it copies every frame), dpdk/af_xdp over net_af_xdp (\"net_af_xdpN,iface=IF,start_queue=0,queue_count=Q\" passed to backend.Open as the name; the driver's defaults, so it busy-polls, see testpmd/af_xdp); each is held against testpmd on the same driver"
