@@ -113,14 +113,7 @@ func TestCacheColoursReceive(t *testing.T) {
 				!strings.Contains(in.String(), "2048x4096B frames in 32 cache colours") {
 				t.Fatalf("Info colours %d, %dx%dB frames, MaxPacket %d (%s); want 32, 2048x4096B, %d", in.Colours, in.NumFrames, in.FrameSize, s.MaxPacket(), in, tc.maxPacket)
 			}
-			tx := newRawSender(t, p.A)
-			sent := map[uint32][]byte{}
-			buf := make([]byte, 2048)
-			for seq := range uint32(300) {
-				fr := testFrame(buf, seq, 60+int(seq)*7%1440)
-				sent[seq] = bytes.Clone(fr)
-				tx.send(t, fr)
-			}
+			sent := sendTestFrames(t, p.A, 300, 1440)
 			got, colours := map[uint32][]byte{}, map[uint64]bool{}
 			for deadline := time.Now().Add(3 * time.Second); len(got) < len(sent) && time.Now().Before(deadline); {
 				s.Fill(s.NumFreeFillSlots())
@@ -140,15 +133,7 @@ func TestCacheColoursReceive(t *testing.T) {
 				}
 				s.Recycle(descs)
 			}
-			if len(got) != len(sent) {
-				st, _ := f.Stats()
-				t.Fatalf("received %d of %d (%v)", len(got), len(sent), st)
-			}
-			for seq, b := range sent {
-				if !bytes.Equal(got[seq], b) {
-					t.Fatalf("frame %d changed on the way", seq)
-				}
-			}
+			sameFrames(t, f, got, sent)
 			if len(colours) != 32 {
 				t.Errorf("packets in %d colours, want all 32", len(colours))
 			}

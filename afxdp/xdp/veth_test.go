@@ -273,25 +273,38 @@ func TestVethReceive(t *testing.T) {
 			if info.ZeroCopy {
 				t.Errorf("veth granted zero-copy?")
 			}
-			tx := newRawSender(t, p.A)
-			sent := map[uint32][]byte{}
-			buf := make([]byte, 2048)
-			for seq := range uint32(200) {
-				fr := testFrame(buf, seq, 60+int(seq)*7%1400)
-				sent[seq] = bytes.Clone(fr)
-				tx.send(t, fr)
-			}
-			got := receiveTest(t, f, len(sent), 3*time.Second)
-			if len(got) != len(sent) {
-				st, _ := f.Stats()
-				t.Fatalf("received %d of %d frames (%v)", len(got), len(sent), st)
-			}
-			for seq, b := range sent {
-				if !bytes.Equal(got[seq], b) {
-					t.Fatalf("frame %d changed on the way", seq)
-				}
-			}
+			sent := sendTestFrames(t, p.A, 200, 1400)
+			sameFrames(t, f, receiveTest(t, f, len(sent), 3*time.Second), sent)
 		})
+	}
+}
+
+// sendTestFrames sends n test frames from h, seq of 60+seq×7%span bytes,
+// and returns them by sequence number.
+func sendTestFrames(t *testing.T, h *netns.Host, n uint32, span int) map[uint32][]byte {
+	t.Helper()
+	tx := newRawSender(t, h)
+	sent := map[uint32][]byte{}
+	buf := make([]byte, 2048)
+	for seq := range n {
+		fr := testFrame(buf, seq, 60+int(seq)*7%span)
+		sent[seq] = bytes.Clone(fr)
+		tx.send(t, fr)
+	}
+	return sent
+}
+
+// sameFrames fails t unless got holds every frame of sent, byte for byte.
+func sameFrames(t *testing.T, f *Fleet, got, sent map[uint32][]byte) {
+	t.Helper()
+	if len(got) != len(sent) {
+		st, _ := f.Stats()
+		t.Fatalf("received %d of %d frames (%v)", len(got), len(sent), st)
+	}
+	for seq, b := range sent {
+		if !bytes.Equal(got[seq], b) {
+			t.Fatalf("frame %d changed on the way", seq)
+		}
 	}
 }
 
