@@ -27,8 +27,15 @@ func faultOpener(opts ...afxdp.Option) func(string) (packetio.Device, error) {
 // (see hookOpener); unset is packetio's own.
 const hookEnv = "AFXDP_FAULT_HOOK"
 
+// coloursEnv, set, makes a fault child open with cache colours.
+const coloursEnv = "AFXDP_FAULT_COLOURS"
+
 func TestMain(m *testing.M) {
-	packetiotest.FaultChildMain(hookOpener(os.Getenv(hookEnv), afxdp.WithXDP(xdp.WithDriverMode())))
+	opts := []afxdp.Option{afxdp.WithXDP(xdp.WithDriverMode())}
+	if os.Getenv(coloursEnv) != "" {
+		opts = append(opts, afxdp.WithCacheColours())
+	}
+	packetiotest.FaultChildMain(hookOpener(os.Getenv(hookEnv), opts...))
 	os.Exit(m.Run())
 }
 
@@ -109,6 +116,13 @@ func TestFaults(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestFaultsColours runs the fault half of the contract with cache colours
+// (native mode): a coloured UMEM dies as a plain one does.
+func TestFaultsColours(t *testing.T) {
+	t.Setenv(coloursEnv, "1") // the kill-9 child opens the same way
+	runFaults(t, hookOpener("", afxdp.WithXDP(xdp.WithDriverMode()), afxdp.WithCacheColours()))
 }
 
 // sharedLimits are the fault cases the shared hook cannot offer. A
