@@ -283,10 +283,10 @@ func (s *Socket) attachUMEM(sp socketSpec) (string, error) {
 		flags, metaLen = unix.XDP_UMEM_TX_METADATA_LEN|unix.XDP_UMEM_TX_SW_CSUM, TxMetadataLen
 	}
 	if g.colours {
-		if err := s.colourFits(c.stamps); err != nil {
+		s.umem.colour()
+		if err := s.colourFits(); err != nil {
 			return "WithCacheColours", err
 		}
-		s.umem.colour()
 		flags |= unix.XDP_UMEM_UNALIGNED_CHUNK_FLAG
 	}
 	if err := registerUMEM(s.fd, s.umem.mem, uint32(s.umem.chunk), 0, flags, metaLen); err != nil {
@@ -301,15 +301,12 @@ func (s *Socket) attachUMEM(sp socketSpec) (string, error) {
 	return "", nil
 }
 
-// colourFits refuses colours on a link whose MTU carries packets longer
-// than the kernel's half-frame buffer holds: the kernel would drop them.
-func (s *Socket) colourFits(stamps bool) error {
-	room := s.frameSize/2 - RxHeadroom
-	if stamps {
-		room -= filter.RxMetadataLen
-	}
-	if need := int(linkMaxTxLen(s.ifindex, s.frameSize)); need > room {
-		return fmt.Errorf("%w: %s carries packets of up to %d bytes (its MTU, the Ethernet header and a VLAN tag), and a coloured frame holds %d: lower the MTU, or open without colours", packetio.ErrUnsupported, s.ifname, need, room)
+// colourFits refuses colours, once the UMEM has them, on a link whose MTU
+// carries packets longer than a coloured frame holds (MaxPacket): the
+// kernel would drop them.
+func (s *Socket) colourFits() error {
+	if need := int(linkMaxTxLen(s.ifindex, s.frameSize)); need > s.MaxPacket() {
+		return fmt.Errorf("%w: %s carries packets of up to %d bytes (its MTU, the Ethernet header and a VLAN tag), and a coloured frame holds %d: lower the MTU, or open without colours", packetio.ErrUnsupported, s.ifname, need, s.MaxPacket())
 	}
 	return nil
 }
