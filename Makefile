@@ -128,6 +128,7 @@ fuzz:
 	$(REQUIRED) $(GO) test -tags packetio_checked -run XXX -fuzz '^FuzzDescSequence$$' -fuzztime 20000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./pipe/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzOptions$$' -fuzztime 50000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./afxdp/
 	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzSumAfter$$' -fuzztime 20000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./internal/csum/
+	$(REQUIRED) $(GO) test -run XXX -fuzz '^FuzzLookup$$' -fuzztime 50000x -fuzzminimizetime $(FUZZMIN) -parallel 1 ./examples/internal/forward/
 
 hello:
 	$(GO) run ./examples/hello

@@ -7,9 +7,10 @@ package forward
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"net"
 	"net/netip"
+
+	"github.com/packetio/packetio/internal/csum"
 )
 
 // Hop is where a route sends packets: the Ethernet addresses to write.
@@ -17,11 +18,30 @@ type Hop struct {
 	Dst, Src [6]byte
 }
 
-// FIB is a longest-prefix-match table of IPv4 routes.
+// FIB is a longest-prefix-match table of IPv4 routes: a multibit trie of
+// four levels of 8 bits, each route written into every entry it covers
+// (a /12 into 16 entries of a second-level node) and pushed down into the
+// nodes below them, so a lookup is at most four array loads whatever the
+// table holds. The zero FIB is empty and ready.
 type FIB struct {
-	byLen   [33]map[uint32]int // prefix bits -> masked address -> hop index
-	present uint64             // bit n set when routes of length n exist
-	hops    []Hop
+	root  node
+	nodes []*node // below the root; entry.child is an index here, plus one
+	hops  []Hop
+}
+
+// node is one level of the trie: the entries for the 256 values of one byte
+// of the address.
+type node [256]entry
+
+// entry is the route for the addresses its node's byte selects: hop is an
+// index into FIB.hops plus one (0: no route) and bits the route's prefix
+// length. child, when not 0, is the node of the next byte (its index in
+// FIB.nodes plus one), and the entry's route is written into each entry of
+// that node no longer route covers, so a lookup goes down until an entry
+// has no child and takes its route.
+type entry struct {
+	hop, child int32
+	bits       int8
 }
 
 // Add installs a route. A later route for the same prefix replaces it.
@@ -30,37 +50,67 @@ func (f *FIB) Add(p netip.Prefix, h Hop) error {
 		return fmt.Errorf("forward: %s is not an IPv4 prefix", p)
 	}
 	p = p.Masked()
-	n := p.Bits()
-	if f.byLen[n] == nil {
-		f.byLen[n] = map[uint32]int{}
-	}
 	f.hops = append(f.hops, h)
-	f.byLen[n][addr32(p.Addr())] = len(f.hops) - 1
-	f.present |= 1 << n
+	hop, bits, dst := int32(len(f.hops)), p.Bits(), addr32(p.Addr())
+	n := &f.root
+	level := 0
+	if bits > 0 {
+		level = (bits - 1) / 8 // the level whose byte holds the prefix's last bit
+	}
+	for l := 0; l < level; l++ {
+		n = f.child(&n[dst>>(24-8*l)&0xff])
+	}
+	span := 1 << (8*(level+1) - bits) // the entries of that byte the prefix covers
+	first := int(dst>>(24-8*level)&0xff) &^ (span - 1)
+	for i := first; i < first+span; i++ {
+		f.write(&n[i], hop, int8(bits))
+	}
 	return nil
+}
+
+// child returns e's node of the next byte, making it (every entry holding
+// e's route) when e has none.
+func (f *FIB) child(e *entry) *node {
+	if e.child == 0 {
+		c := new(node)
+		for i := range c {
+			c[i] = entry{hop: e.hop, bits: e.bits}
+		}
+		f.nodes = append(f.nodes, c)
+		e.child = int32(len(f.nodes))
+	}
+	return f.nodes[e.child-1]
+}
+
+// write puts a route of the given length into e and the entries below it
+// that no longer route covers.
+func (f *FIB) write(e *entry, hop int32, bits int8) {
+	if e.hop != 0 && e.bits > bits {
+		return // a longer route owns e, and everything below it
+	}
+	e.hop, e.bits = hop, bits
+	if e.child != 0 {
+		c := f.nodes[e.child-1]
+		for i := range c {
+			f.write(&c[i], hop, bits)
+		}
+	}
 }
 
 // Lookup returns the hop of the longest prefix holding dst.
 func (f *FIB) Lookup(dst uint32) (*Hop, bool) {
-	for set := f.present; set != 0; {
-		n := 63 - bits.LeadingZeros64(set) // longest remaining length
-		set &^= 1 << n
-		if i, ok := f.byLen[n][dst&mask(n)]; ok {
-			return &f.hops[i], true
-		}
+	e := &f.root[dst>>24]
+	for shift := 16; e.child != 0; shift -= 8 {
+		e = &f.nodes[e.child-1][dst>>shift&0xff]
 	}
-	return nil, false
+	if e.hop == 0 {
+		return nil, false
+	}
+	return &f.hops[e.hop-1], true
 }
 
 // Routes is the number of routes added.
 func (f *FIB) Routes() int { return len(f.hops) }
-
-func mask(n int) uint32 {
-	if n == 0 {
-		return 0
-	}
-	return ^uint32(0) << (32 - n)
-}
 
 func addr32(a netip.Addr) uint32 { b := a.As4(); return binary.BigEndian.Uint32(b[:]) }
 
@@ -118,7 +168,7 @@ func (f *FIB) Forward(b []byte, l3OK bool) Verdict {
 	if ip[0]>>4 != 4 || ihl < 20 || len(ip) < ihl || int(binary.BigEndian.Uint16(ip[2:])) > len(ip) {
 		return BadHeader
 	}
-	if !l3OK && sum16(ip[:ihl]) != 0xffff {
+	if !l3OK && csum.Fold(csum.Sum(ip[:ihl], 0)) != 0xffff {
 		return BadHeader
 	}
 	if ip[8] <= 1 {
@@ -136,16 +186,4 @@ func (f *FIB) Forward(b []byte, l3OK bool) Verdict {
 	copy(b[0:6], hop.Dst[:])
 	copy(b[6:12], hop.Src[:])
 	return Forwarded
-}
-
-// sum16 is the ones' complement sum of b (not complemented).
-func sum16(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	for s > 0xffff {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
 }

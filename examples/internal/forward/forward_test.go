@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"testing"
@@ -42,7 +43,7 @@ func TestLongestPrefixWins(t *testing.T) {
 	}
 }
 
-func udp(t *testing.T, dst string, ttl byte) []byte {
+func udp(_ testing.TB, dst string, ttl byte) []byte {
 	b := make([]byte, 128)
 	n := frame.Build(b, frame.Spec{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 0xee},
 		SrcIP: netip.MustParseAddr("10.9.9.9"), DstIP: netip.MustParseAddr(dst), SrcPort: 1, DstPort: 2, Size: 80})
@@ -67,7 +68,7 @@ func TestForwardRewritesAndKeepsTheChecksumRight(t *testing.T) {
 		if ip.TTL != ttl-1 || net.HardwareAddr(b[0:6]).String() != "02:00:00:00:00:07" {
 			t.Fatalf("TTL %d: rewritten to TTL %d, dst %v", ttl, ip.TTL, net.HardwareAddr(b[0:6]))
 		}
-		if sum16(b[14:34]) != 0xffff {
+		if csum.Fold(csum.Sum(b[14:34], 0)) != 0xffff {
 			t.Fatalf("TTL %d: header checksum wrong after the rewrite", ttl)
 		}
 	}
@@ -113,8 +114,144 @@ func FuzzForward(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fib FIB
 		fib.Add(netip.MustParsePrefix("0.0.0.0/0"), hop(1))
-		if fib.Forward(b, false) == Forwarded && sum16(b[14:14+int(b[14]&0xf)*4]) != 0xffff {
+		if fib.Forward(b, false) == Forwarded && csum.Fold(csum.Sum(b[14:14+int(b[14]&0xf)*4], 0)) != 0xffff {
 			t.Fatalf("forwarded a frame whose header checksum is now wrong: % x", b)
 		}
+	})
+}
+
+// BenchmarkForward is one frame through Forward: the lookup, the TTL and
+// checksum update and the new MACs, against one route (the sweep's table)
+// and against a table of every prefix length, for a frame whose route is
+// the /7 (the slowest lookup of a table searched one prefix length at a
+// time) and one whose route is the /32 (the deepest in the trie).
+func BenchmarkForward(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		routes []string
+		dst    string
+	}{
+		{"one-route", []string{"10.1.0.0/16"}, "10.1.2.3"},
+		{"every-length/shortest", everyLength(), "11.0.0.1"},
+		{"every-length/longest", everyLength(), "10.255.255.255"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var f FIB
+			for _, r := range bc.routes {
+				if err := f.Add(netip.MustParsePrefix(r), hop(1)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pkt := udp(b, bc.dst, 255)
+			ttl, sum := pkt[14+8], [2]byte(pkt[14+10:])
+			for b.Loop() {
+				pkt[14+8], pkt[14+10], pkt[14+11] = ttl, sum[0], sum[1] // the TTL must not run out
+				if v := f.Forward(pkt, false); v != Forwarded {
+					b.Fatal(v)
+				}
+			}
+		})
+	}
+}
+
+// everyLength is a route of every length from /0 to /32 down one path of
+// 10.0.0.0/8.
+func everyLength() []string {
+	var rs []string
+	for n := 0; n <= 32; n++ {
+		p, _ := netip.MustParseAddr("10.255.255.255").Prefix(n)
+		rs = append(rs, p.String())
+	}
+	return rs
+}
+
+// linear is the longest-prefix match done the slow way, the reference the
+// trie is held to: the longest prefix holding dst, the last added among
+// equals. It returns the index of the route in rs, or -1.
+func linear(rs []netip.Prefix, dst uint32) int {
+	best := -1
+	for i, p := range rs {
+		if dst&mask(p.Bits()) == addr32(p.Masked().Addr()) && (best < 0 || p.Bits() >= rs[best].Bits()) {
+			best = i
+		}
+	}
+	return best
+}
+
+func mask(n int) uint32 {
+	if n == 0 {
+		return 0
+	}
+	return ^uint32(0) << (32 - n)
+}
+
+// lookupMatches builds a FIB of rs, each route's hop naming its index, and
+// checks the lookup of dst against linear.
+func lookupMatches(t *testing.T, rs []netip.Prefix, dsts ...uint32) {
+	t.Helper()
+	var f FIB
+	for i, p := range rs {
+		if err := f.Add(p, Hop{Dst: [6]byte{byte(i >> 8), byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.Routes() != len(rs) {
+		t.Fatalf("Routes() = %d after %d adds", f.Routes(), len(rs))
+	}
+	for _, dst := range dsts {
+		want := linear(rs, dst)
+		h, ok := f.Lookup(dst)
+		got := -1
+		if ok {
+			got = int(h.Dst[0])<<8 | int(h.Dst[1])
+		}
+		if got != want {
+			t.Fatalf("routes %v: Lookup(%s) took route %d, want %d", rs, netip.AddrFrom4([4]byte{byte(dst >> 24), byte(dst >> 16), byte(dst >> 8), byte(dst)}), got, want)
+		}
+	}
+}
+
+// TestLookupMatchesLinearScan holds the trie to the linear scan over random
+// tables, added in random order (shorter after longer, replacements, /0
+// and /32), at addresses inside, beside and between their routes.
+func TestLookupMatchesLinearScan(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		var rs []netip.Prefix
+		var dsts []uint32
+		base := rnd.Uint32() & 0xff000000 // routes near each other, so they nest
+		for range 1 + rnd.IntN(40) {
+			a := base | rnd.Uint32()&0x00ffffff
+			if rnd.IntN(4) == 0 {
+				a = rnd.Uint32()
+			}
+			p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}), rnd.IntN(33))
+			rs = append(rs, p)
+			if rnd.IntN(5) == 0 { // the same prefix again: the later one wins
+				rs = append(rs, p)
+			}
+			dsts = append(dsts, a, a^1, a^0x100, a^0x10000, a^0x1000000, a+1, a-1)
+		}
+		dsts = append(dsts, 0, ^uint32(0), base, rnd.Uint32())
+		lookupMatches(t, rs, dsts...)
+	}
+}
+
+// FuzzLookup holds the trie to the linear scan on tables the fuzzer makes:
+// every 5 bytes a route (an address and a length), the last 4 the address
+// looked up.
+func FuzzLookup(f *testing.F) {
+	f.Add([]byte{10, 0, 0, 0, 8, 10, 1, 0, 0, 16, 10, 1, 2, 3})
+	f.Add([]byte{0, 0, 0, 0, 0, 10, 1, 2, 3, 32, 10, 1, 2, 0, 24, 10, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 4 || len(b) > 4+5*64 {
+			return
+		}
+		var rs []netip.Prefix
+		for r := b[:len(b)-4]; len(r) >= 5; r = r[5:] {
+			rs = append(rs, netip.PrefixFrom(netip.AddrFrom4([4]byte(r)), int(r[4])%33))
+		}
+		d := b[len(b)-4:]
+		lookupMatches(t, rs, uint32(d[0])<<24|uint32(d[1])<<16|uint32(d[2])<<8|uint32(d[3]))
 	})
 }
