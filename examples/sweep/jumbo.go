@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/packetio/packetio"
-	"github.com/packetio/packetio/examples/internal/forward"
 	"github.com/packetio/packetio/internal/spinwait"
 )
 
@@ -170,49 +168,4 @@ func whole(descs []packetio.Desc) int {
 		}
 	}
 	return n
-}
-
-// forwardChain is forward.FIB.Forward for a packet whose first frame
-// holds its headers but not all of it (Forward refuses an IP total length
-// beyond the bytes it is given): the same checks against the chain's
-// length, then the same rewrite of TTL, checksum and MACs in the first
-// frame.
-func forwardChain(fib *forward.FIB, head []byte, length int, l3OK bool) forward.Verdict {
-	if len(head) < 34 || binary.BigEndian.Uint16(head[12:]) != 0x0800 {
-		return forward.NotIPv4
-	}
-	ip := head[14:]
-	ihl := int(ip[0]&0x0f) * 4
-	if ip[0]>>4 != 4 || ihl < 20 || len(ip) < ihl || int(binary.BigEndian.Uint16(ip[2:])) > length-14 {
-		return forward.BadHeader
-	}
-	if !l3OK && ^sumHeader16(ip[:ihl]) != 0 {
-		return forward.BadHeader
-	}
-	if ip[8] <= 1 {
-		return forward.TTLExpired
-	}
-	hop, ok := fib.Lookup(binary.BigEndian.Uint32(ip[16:]))
-	if !ok {
-		return forward.NoRoute
-	}
-	ip[8]--
-	s := uint32(binary.BigEndian.Uint16(ip[10:])) + 0x0100
-	s = s&0xffff + s>>16
-	binary.BigEndian.PutUint16(ip[10:], uint16(s))
-	copy(head[0:6], hop.Dst[:])
-	copy(head[6:12], hop.Src[:])
-	return forward.Forwarded
-}
-
-// sumHeader16 is the ones' complement sum of b (not complemented).
-func sumHeader16(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	for s > 0xffff {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
 }

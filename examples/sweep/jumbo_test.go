@@ -17,6 +17,7 @@ import (
 	"github.com/packetio/packetio/examples/internal/forward"
 	"github.com/packetio/packetio/examples/internal/frame"
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/csum"
 	"github.com/packetio/packetio/internal/testenv"
 )
 
@@ -130,9 +131,8 @@ func TestLengthsChains(t *testing.T) {
 	}
 }
 
-// TestForwardChain: forwardChain on a chain's first frame does what
-// forward.FIB.Forward does on the whole frame, and refuses what it
-// refuses.
+// TestForwardChain: forward.FIB.ForwardHead on a jumbo chain's first frame
+// does what Forward does on the whole frame, and refuses what it refuses.
 func TestForwardChain(t *testing.T) {
 	var fib forward.FIB
 	p, h, err := forward.ParseRoute(routedNet.String()+","+sinkMAC.String(), net.HardwareAddr{2, 0, 0, 0, 0, 2})
@@ -148,13 +148,13 @@ func TestForwardChain(t *testing.T) {
 	}
 	head := chain[:3824]
 	if v := fib.Forward(head, false); v != forward.BadHeader {
-		t.Fatalf("Forward on a chain's first frame: %v (if it takes it now, forwardChain can go)", v)
+		t.Fatalf("Forward on a chain's first frame: %v, want it refused (the IP length is beyond it)", v)
 	}
-	if v := forwardChain(&fib, head, len(chain), false); v != forward.Forwarded {
-		t.Fatalf("forwardChain: %v", v)
+	if v := fib.ForwardHead(head, len(chain), false); v != forward.Forwarded {
+		t.Fatalf("ForwardHead: %v", v)
 	}
 	if !bytes.Equal(whole, chain) {
-		t.Error("forwardChain rewrote the frame otherwise than Forward")
+		t.Error("ForwardHead rewrote the frame otherwise than Forward")
 	}
 	for _, tc := range []struct {
 		name   string
@@ -173,7 +173,7 @@ func TestForwardChain(t *testing.T) {
 		if tc.mod != nil {
 			tc.mod(b)
 		}
-		if v := forwardChain(&fib, b[:3824], tc.length, tc.l3OK); v != tc.want {
+		if v := fib.ForwardHead(b[:3824], tc.length, tc.l3OK); v != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, v, tc.want)
 		}
 	}
@@ -271,9 +271,9 @@ func TestJumboCells(t *testing.T) {
 	}
 }
 
-// TestRewriters: -forward route routes (a whole frame by FIB.Forward, a
-// chain's first frame by forwardChain) and -forward mac writes the two
-// MACs and nothing else, as testpmd's mac forwarding does.
+// TestRewriters: -forward route routes (forward.FIB.ForwardHead, a whole
+// frame or a chain's first frame) and -forward mac writes the two MACs and
+// nothing else, as testpmd's mac forwarding does.
 func TestRewriters(t *testing.T) {
 	macA := net.HardwareAddr{2, 0, 0, 0, 0, 2}
 	r := &rig{macA: macA}
@@ -306,7 +306,7 @@ func TestRewriters(t *testing.T) {
 		if got := orig[14+8] - b[14+8]; got != tc.ttlLess {
 			t.Errorf("%s: TTL fell by %d, want %d", tc.rewrite, got, tc.ttlLess)
 		}
-		if ^sumHeader16(b[14:34]) != 0 {
+		if csum.Checksum(b[14:34], 0) != 0 {
 			t.Errorf("%s: the IP header checksum no longer holds", tc.rewrite)
 		}
 		if tc.rewrite == rewriteMAC && !bytes.Equal(b[12:], orig[12:]) {

@@ -694,12 +694,7 @@ func (e *env) rewriter(r *rig) (rewriter, error) {
 	if err := fib.Add(p, h); err != nil {
 		return nil, fmt.Errorf("route: %w", err)
 	}
-	return func(head []byte, length int, l3OK bool) forward.Verdict {
-		if length == len(head) {
-			return fib.Forward(head, l3OK)
-		}
-		return forwardChain(fib, head, length, l3OK)
-	}, nil
+	return fib.ForwardHead, nil
 }
 
 // macRewrite is testpmd's mac forwarding: the destination MAC becomes the

@@ -159,13 +159,19 @@ func (v Verdict) String() string {
 // Forward rewrites an untagged Ethernet/IPv4 frame in place for its next hop
 // and reports what it did. The header checksum is verified unless l3OK (the
 // device already checked it) and updated incrementally (RFC 1624).
-func (f *FIB) Forward(b []byte, l3OK bool) Verdict {
-	if len(b) < 34 || binary.BigEndian.Uint16(b[12:]) != 0x0800 {
+func (f *FIB) Forward(b []byte, l3OK bool) Verdict { return f.ForwardHead(b, len(b), l3OK) }
+
+// ForwardHead is Forward for a packet of length bytes of which head holds
+// the first, headers included: the first frame of a multi-buffer chain.
+// The IP total length is checked against length, and only head is
+// rewritten.
+func (f *FIB) ForwardHead(head []byte, length int, l3OK bool) Verdict {
+	if len(head) < 34 || binary.BigEndian.Uint16(head[12:]) != 0x0800 {
 		return NotIPv4
 	}
-	ip := b[14:]
+	ip := head[14:]
 	ihl := int(ip[0]&0x0f) * 4
-	if ip[0]>>4 != 4 || ihl < 20 || len(ip) < ihl || int(binary.BigEndian.Uint16(ip[2:])) > len(ip) {
+	if ip[0]>>4 != 4 || ihl < 20 || len(ip) < ihl || int(binary.BigEndian.Uint16(ip[2:])) > length-14 {
 		return BadHeader
 	}
 	if !l3OK && csum.Fold(csum.Sum(ip[:ihl], 0)) != 0xffff {
@@ -183,7 +189,7 @@ func (f *FIB) Forward(b []byte, l3OK bool) Verdict {
 	c := uint32(binary.BigEndian.Uint16(ip[10:])) + 0x0100
 	c = c&0xffff + c>>16
 	binary.BigEndian.PutUint16(ip[10:], uint16(c))
-	copy(b[0:6], hop.Dst[:])
-	copy(b[6:12], hop.Src[:])
+	copy(head[0:6], hop.Dst[:])
+	copy(head[6:12], hop.Src[:])
 	return Forwarded
 }
