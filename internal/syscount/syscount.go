@@ -7,14 +7,19 @@
 //
 // It is the one door to perf_event_open in this module, and it only reads:
 // the event counts, nothing is sampled or traced, and closing the counter
-// leaves the tracepoint as it found it.
+// leaves the tracepoint as it found it. The tracepoint's id comes from
+// tracefs; where none is mounted (containers, small VMs), ForThread mounts
+// one in a mount namespace of its own, on a thread that ends with it, and
+// reads the id there: the host's mounts stay as they were.
 package syscount
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -37,14 +42,30 @@ type Counter struct {
 // caller holds the thread (runtime.LockOSThread) for as long as the count
 // should be its own: an unlocked goroutine may move to another thread,
 // whose calls this counter does not see.
-func ForThread() (*Counter, error) { return forThread(tracefsRoots()) }
+func ForThread() (*Counter, error) {
+	c, err := forThread(tracefsRoots())
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return c, err
+	}
+	id, perr := privateTracepointID("raw_syscalls", "sys_enter")
+	if perr != nil {
+		return nil, fmt.Errorf("%w; and from a tracefs of its own: %w", err, perr)
+	}
+	return open(id)
+}
 
-// forThread is ForThread with the tracefs mount points to look in.
+// forThread is ForThread with the tracefs mount points to look in, and no
+// tracefs of its own.
 func forThread(roots []string) (*Counter, error) {
 	id, err := tracepointID(roots, "raw_syscalls", "sys_enter")
 	if err != nil {
 		return nil, err
 	}
+	return open(id)
+}
+
+// open counts tracepoint id on the calling thread.
+func open(id uint64) (*Counter, error) {
 	attr := unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_TRACEPOINT,
 		Size:   unix.PERF_ATTR_SIZE_VER7,
@@ -56,6 +77,39 @@ func forThread(roots []string) (*Counter, error) {
 		return nil, fmt.Errorf("syscount: perf_event_open raw_syscalls:sys_enter (id %d): %w", id, err)
 	}
 	return &Counter{fd: fd, open: true}, nil
+}
+
+// privateTracepointID reads the id of tracepoint system:event from a
+// tracefs mounted in a mount namespace of its own (made private, so the
+// mount reaches no other namespace) by a thread that is never handed back
+// to Go's scheduler: the goroutine ends locked to it, so the thread ends
+// too, and its namespace with it.
+func privateTracepointID(system, event string) (uint64, error) {
+	type result struct {
+		id  uint64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		var r result
+		r.id, r.err = func() (uint64, error) {
+			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+				return 0, fmt.Errorf("syscount: unshare(CLONE_NEWNS): %w", err)
+			}
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return 0, fmt.Errorf("syscount: mount --make-rprivate / in its own namespace: %w", err)
+			}
+			root := tracefsRoots()[0]
+			if err := unix.Mount("tracefs", root, "tracefs", 0, ""); err != nil {
+				return 0, fmt.Errorf("syscount: mount tracefs on %s in its own namespace: %w", root, err)
+			}
+			return tracepointID([]string{root}, system, event)
+		}()
+		done <- r
+	}()
+	r := <-done
+	return r.id, r.err
 }
 
 // Count returns how many system calls the thread has entered since

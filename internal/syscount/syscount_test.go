@@ -1,6 +1,7 @@
 package syscount_test
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -78,5 +79,41 @@ func TestClosedCounter(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Errorf("Close on a %s counter: %v", name, err)
 		}
+	}
+}
+
+// TestPrivateTracefs: the tracefs ForThread mounts where none is mounted
+// gives the tracepoint's id (the host's, where the host has tracefs too),
+// a counter opens on it, and the mounts of this process are what they were
+// (the mount was in a namespace of its own, on a thread that ended).
+func TestPrivateTracefs(t *testing.T) {
+	testenv.NeedRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	mounts := func() string {
+		b, err := os.ReadFile("/proc/thread-self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := mounts()
+	id, err := syscount.PrivateTracepointID("raw_syscalls", "sys_enter")
+	if err != nil {
+		testenv.CannotRun(t, "%v", err)
+	}
+	if after := mounts(); after != before {
+		t.Errorf("the mounts changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if host, err := syscount.TracepointID(syscount.TracefsRoots(), "raw_syscalls", "sys_enter"); err == nil && host != id {
+		t.Errorf("id %d from its own tracefs, %d from the host's", id, host)
+	}
+	c, err := syscount.Open(id)
+	if err != nil {
+		t.Fatalf("id %d: %v", id, err)
+	}
+	defer c.Close()
+	if n, err := c.Count(); err != nil || n > 1 {
+		t.Errorf("a fresh counter: %d, %v; want 0 or 1 (its own read)", n, err)
 	}
 }
