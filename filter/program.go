@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -485,6 +486,9 @@ func (pc Program) Load(ifindex int) (*ebpf.Program, error) {
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
+			if pc.Stamp != StampNone && !pc.StampInFrame && strings.Contains(err.Error(), "bpf_xdp_adjust_meta") {
+				return nil, fmt.Errorf("the kernel's verifier refused the filter program: this kernel's XDP programs may not call bpf_xdp_adjust_meta, which a stamp in the metadata area needs (StampInFrame writes it into the frame instead): %w", err)
+			}
 			return nil, fmt.Errorf("the kernel's verifier refused the filter program: %w", err)
 		}
 		return nil, fmt.Errorf("load the filter program (needs CAP_BPF and CAP_NET_ADMIN, or root): %w", err)

@@ -3,10 +3,13 @@ package filter
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
@@ -122,6 +125,14 @@ func loadStamping(t *testing.T, inFrame bool) *ebpf.Program {
 	pc := Program{Matches: []Match{MatchUDPPort(9)}, Stamp: StampMonotonic, StampInFrame: inFrame, XSKMapFD: xsks.FD()}
 	prog, err := pc.Load(0)
 	if err != nil {
+		if !inFrame && errors.Is(features.HaveProgramHelper(ebpf.XDP, asm.FnXdpAdjustMeta), ebpf.ErrNotSupported) {
+			// What a caller sees on such a kernel: the load refused,
+			// naming the helper and the way out.
+			if !strings.Contains(err.Error(), "may not call bpf_xdp_adjust_meta") || !strings.Contains(err.Error(), "StampInFrame") || !IsVerifierError(err) {
+				t.Fatalf("the kernel refuses bpf_xdp_adjust_meta in XDP programs, and the load's error does not say so: %v", err)
+			}
+			testenv.KernelLimit(t, "XDP programs may not call bpf_xdp_adjust_meta here, so a stamp in the metadata area cannot load (%v); afxdp/xdp stamps in the frame", err)
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prog.Close() })
