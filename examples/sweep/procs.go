@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/childproc"
 )
 
 // proc is a tool the sweep runs inside the measured namespace, its output
@@ -31,7 +32,7 @@ type proc struct {
 }
 
 // startIn runs argv in the measured namespace of bed (through nsenter),
-// killed if this program dies, and hands every output line (stdout and
+// killed if this program dies (and not before: childproc.Start), and hands every output line (stdout and
 // stderr) to line.
 func startIn(bed *testbed.Bed, nsenter string, argv []string, line func(string)) (*proc, error) {
 	var nsf *os.File
@@ -54,7 +55,7 @@ func startIn(bed *testbed.Bed, nsenter string, argv []string, line func(string))
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	err = cmd.Start()
+	err = childproc.Start(cmd)
 	pw.Close()
 	if err != nil {
 		pr.Close()

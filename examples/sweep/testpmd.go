@@ -20,6 +20,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/childproc"
 )
 
 // dpdkRunDir is where the EAL keeps its runtime folders.
@@ -297,7 +298,8 @@ func (e *env) startTestpmd(ctx context.Context, r *rig, tools testpmdTools, colu
 	cmd := exec.Command(tools.nsenter, testpmdArgs(tools, prefix, column, r.bed.Name, loop, r.queues, e.size, sinkMAC.String())...)
 	cmd.ExtraFiles = []*os.File{nsf}
 	// testpmd dies with this program even if it is killed outright
-	// (nsenter and stdbuf exec it: it is the same process).
+	// (nsenter and stdbuf exec it: it is the same process), and not
+	// before: childproc.Start forks from a thread that outlives it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -308,7 +310,7 @@ func (e *env) startTestpmd(ctx context.Context, r *rig, tools testpmdTools, colu
 		return running{}, fmt.Errorf("testpmd: %w", err)
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return running{}, fmt.Errorf("testpmd: start: %w", err)
 	}
 	t := &testpmdProc{cmd: cmd, stdin: stdin, p: newPmdParser(), exited: make(chan error, 1), after: putBack}

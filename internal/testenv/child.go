@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/packetio/packetio/internal/childproc"
 )
 
 // Child is a copy of the test binary running as a helper process that a
@@ -23,7 +25,8 @@ type Child struct {
 // and waits up to wait for it to print "ready" on a line of its own: a line
 // "error: ..." first, or its exit, fails t (exitHint is added to the exit
 // message; what names the step a timeout was waiting for). The child dies
-// with this process (Pdeathsig) and is killed and reaped when t ends, if
+// with this process (Pdeathsig, from a thread that outlives it:
+// childproc.Start) and is killed and reaped when t ends, if
 // the test did not kill it first.
 func StartChild(t testing.TB, run string, env []string, wait time.Duration, what, exitHint string) *Child {
 	t.Helper()
@@ -35,7 +38,7 @@ func StartChild(t testing.TB, run string, env []string, wait time.Duration, what
 	if err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatalf("start the child: %v", err)
 	}
 	c := &Child{Pid: cmd.Process.Pid, cmd: cmd}
