@@ -67,15 +67,20 @@ type circuitState struct {
 	Next, Interval, Copies uint64
 }
 
+// circuitMaxFrame is the longest frame a circuit takes: its veth pair's
+// default MTU, 1500, and the Ethernet header.
+const circuitMaxFrame = 1514
+
 // circuitFrames is how many frames Run puts in: enough that the ends'
 // NAPI polls find full batches, and as many as the two ends' receive
 // rings (256 each) hold, where the frames wait between turns.
 const circuitFrames = 512
 
-// NewCircuit builds a circuit for frame (14 to 1500 bytes) to the
-// interface named target, in the calling thread's network namespace.
+// NewCircuit builds a circuit for frame (14 to 1514 bytes: an Ethernet
+// frame at its veth pair's MTU of 1500, without FCS) to the interface
+// named target, in the calling thread's network namespace.
 func NewCircuit(target string, frame []byte, opts ...Option) (c *Circuit, err error) {
-	cfg, ti, ns, err := prepare("trafficgen: circuit", target, frame, 1500, opts)
+	cfg, ti, ns, err := prepare("trafficgen: circuit", target, frame, circuitMaxFrame, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -126,3 +126,41 @@ func TestCircuitFeedsAReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCircuitFullSizeFrames: a circuit takes a frame as long as its pair's
+// MTU lets through (1514 bytes) and feeds it whole, every copy counted;
+// one byte more is refused, naming the limit, before anything is made.
+func TestCircuitFullSizeFrames(t *testing.T) {
+	testenv.NeedBPF(t)
+	p := netns.New(t)
+	got := counter(t, p.B)
+	long := append(frame(), make([]byte, 1514-len(frame()))...)
+	if err := p.A.Do(func() error {
+		_, err := trafficgen.NewCircuit(p.A.Link, append(long, 0))
+		if err == nil || !strings.Contains(err.Error(), "a 1515-byte frame: need 14 to 1514 bytes") {
+			t.Errorf("a 1515-byte frame: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var c *trafficgen.Circuit
+	if err := p.A.Do(func() (err error) {
+		c, err = trafficgen.NewCircuit(p.A.Link, long, trafficgen.WithCPU(0))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- c.Run(stop, 0) }()
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n, sent := got(), c.Sent(); n == 0 || n != sent {
+		t.Errorf("B counted %d 1514-byte frames, the circuit sent %d", n, sent)
+	}
+}
