@@ -72,13 +72,21 @@ type feeding struct {
 // lands on by the sending CPU). Each kind of frame gets its generators
 // once, the first time it is asked for, and keeps them to the end: the
 // programs are loaded a handful of times per sweep, never per cell.
+//
+// On a kernel that refuses live frames (trafficgen.Probe) live.Source runs
+// a circuit instead (trafficgen.Circuit: frames going round a veth pair of
+// the feeder's own, a copy out to the measured end each turn, in softirq
+// on the generator's CPU); circuits says why. The sweep takes that only
+// for rows of one queue: a circuit on every CPU leaves the processes
+// measured too little (afpacket feeds those rows).
 type liveFeeder struct {
-	bed     *testbed.Bed
-	srcMAC  net.HardwareAddr
-	flows   int
-	cpus    []int
-	sources map[string]*live.Source // by target (MAC, address, port, size)
-	running sync.Mutex              // one feed at a time
+	bed      *testbed.Bed
+	srcMAC   net.HardwareAddr
+	flows    int
+	cpus     []int
+	sources  map[string]*live.Source // by target (MAC, address, port, size)
+	running  sync.Mutex              // one feed at a time
+	circuits error                   // the kernel's refusal of live frames, when circuits feed
 }
 
 func newLiveFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus []int) *liveFeeder {
@@ -86,6 +94,9 @@ func newLiveFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus []
 }
 
 func (f *liveFeeder) describe() string {
+	if f.circuits != nil {
+		return fmt.Sprintf("fed from the peer from inside its kernel by a circuit (internal/trafficgen.Circuit), since this kernel refuses the generator's live frames (%v): frames go round a veth pair of the feeder's own (XDP_TX at one end, at the other a broadcast redirect that sends each frame round again and a copy to the measured end), in softirq on CPU %v, %d flows (UDP source ports); it offers less than the generator does (1-2.6 Mpps into a dropping XDP program here), so a cell at the offered rate measures the feeder; the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", f.circuits, f.cpus, f.flows)
+	}
 	return fmt.Sprintf("fed from the peer from inside its kernel: one internal/trafficgen generator per queue of the row (BPF_PROG_RUN with live frames, XDP_TX), generator i pinned to CPU i, each with two threads on that CPU whose calls overlap, so the kernel's XDP dispatcher keeps its program between calls instead of stopping the feed for two RCU grace periods after each, "+
 		"%d flows (UDP source ports); the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", f.flows)
 }

@@ -204,18 +204,24 @@ func (e *env) rig(q int, jumbo bool) (*rig, error) {
 		}
 	}
 	switch {
-	case e.feeder == feederAfpacket || jumbo || refused != nil:
+	case e.feeder == feederAfpacket || jumbo || (refused != nil && len(gens) > 1):
+		// Circuits on every CPU would leave the processes measured
+		// too little of the machine (trafficgen.Circuit).
 		a, err := newAfpacketFeeder(bed, r.macB, e.flows, gens, jumbo)
 		if err != nil {
 			return fail(err)
 		}
 		if refused != nil {
 			a.instead = refused
-			fmt.Fprintf(e.log, "sweep: -feeder live cannot run here (%v): the afpacket feeder feeds instead, and the table says so\n", refused)
+			fmt.Fprintf(e.log, "sweep: -feeder live cannot run here for %d queues (%v): the afpacket feeder feeds instead, and the table says so\n", len(gens), refused)
 		}
 		r.feed = a
 	default:
-		r.feed = newLiveFeeder(bed, r.macB, e.flows, gens)
+		f := newLiveFeeder(bed, r.macB, e.flows, gens)
+		if f.circuits = refused; refused != nil {
+			fmt.Fprintf(e.log, "sweep: this kernel refuses live frames (%v): an in-kernel circuit feeds instead (trafficgen.Circuit), and the table says so\n", refused)
+		}
+		r.feed = f
 	}
 	if e.rigs == nil {
 		e.rigs = map[rigKey]*rig{}

@@ -33,7 +33,13 @@
 // veth takes such frames only while its NAPI is on: a native XDP program
 // (afxdp, the C reference) does that; for every other receiver the sweep
 // turns GRO on at the measured end for the cell (ETHTOOL_SGRO) and back off
-// after. -feeder afpacket feeds from a packet socket instead, without BPF.
+// after. A kernel that refuses live frames gets an in-kernel circuit
+// instead for rows of one queue (internal/trafficgen.Circuit: frames going
+// round a veth pair of the feeder's own, a copy out each turn; it offers
+// less, 1-2.6 Mpps here, but more than the forwarders take), and afpacket
+// for rows of more (a circuit on every CPU starves the processes
+// measured); the table says which fed. -feeder afpacket feeds from a
+// packet socket instead, without BPF.
 //
 // -sizes 9000 measures jumbo frames (an 8996-byte frame, FCS excluded)
 // on a veth pair of their own, both ends at an MTU of 9000: afxdp, the C

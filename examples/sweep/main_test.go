@@ -106,8 +106,8 @@ func TestSweepSmoke(t *testing.T) {
 	table := runSweep(t, tiny(dir), "sweep -test")
 	fed := []string{"fed from the peer from inside its kernel", "trafficgen"}
 	if refused := trafficgen.Probe(); refused != nil {
-		// The afpacket feeder feeds instead, and the table says why.
-		fed = []string{"-feeder live was asked for, but this kernel refuses it (" + refused.Error() + "); instead, fed by afpacket on the peer"}
+		// A circuit feeds instead, and the table says why.
+		fed = []string{"fed from the peer from inside its kernel by a circuit (internal/trafficgen.Circuit), since this kernel refuses the generator's live frames (" + refused.Error() + ")"}
 	}
 	for _, want := range append(fed, "## packetio sweep, ", "command: `sweep -test`",
 		"| loop | size | queues | column | Mpps | Gbit/s |", "| transmit | 64 | 1 | kernel | ", "| receive | 64 | 1 | afpacket | ", "| forward | 64 | 1 | afpacket | ",
