@@ -195,6 +195,12 @@ func (d *Device) setMaxTxLen(mtu int) {
 // ethHeader is the Ethernet header the MTU does not count.
 const ethHeader = 14
 
+// supplyDepth is how many free frames a receive queue keeps in its supply
+// ring once the driver is set up (queue.Config.SupplyDepth): two bursts.
+// The driver allocates the frame posted longest ago, so a supply of every
+// free frame handed it frames long out of cache.
+const supplyDepth = 2 * queue.MaxBurst
+
 // lost latches the loss of the interface into every queue.
 func (d *Device) lost(cause error) {
 	err := errGone(d.info.Name, d.info.IfIndex, cause)
@@ -511,7 +517,7 @@ func (ps *portSetup) setupRx() error {
 		}
 		q, err := queue.NewRx(queue.Config{
 			Region: d.region.Bytes, RegionVA: d.region.VA, PoolVA: mp.VA, FrameSize: c.frameSize,
-			FirstFrame: first, Frames: ps.rxFrames, Depth: ps.rxDepth, Supply: mp.Supply, Returned: mp.Returned,
+			FirstFrame: first, Frames: ps.rxFrames, Depth: ps.rxDepth, Supply: mp.Supply, Returned: mp.Returned, SupplyDepth: supplyDepth,
 			RxChecksums: ps.kept&eal.RxChecksum != 0, PMD: driver,
 			Name: fmt.Sprintf("%s rx %d", ps.name, i),
 		})
@@ -520,10 +526,11 @@ func (ps *portSetup) setupRx() error {
 		}
 		// The driver may take a whole ring's worth (af_xdp: its fill
 		// ring) at setup, so the supply is full before it.
-		q.Fill(ps.rxFrames)
+		q.Prime(ps.rxFrames)
 		if err := eal.RxQueueSetup(ps.port, i, ps.rxDepth, ps.in.Socket, mp); err != nil {
 			return err
 		}
+		q.Trim()
 		if pair != nil {
 			pair.rx = q
 			if i < len(d.Tx) {

@@ -54,6 +54,11 @@ type Config struct {
 	Supply *Ring
 	// Returned is the ring the driver frees mbufs into.
 	Returned *Ring
+	// SupplyDepth is the most frames Fill keeps in the supply ring (0:
+	// as many as it holds); Prime, for the driver's setup, posts past it.
+	// The driver takes the frame Fill posted longest ago, so a shallow
+	// supply hands it frames still in cache.
+	SupplyDepth int
 	// RxChecksums maps the driver's receive checksum flags to Options.
 	RxChecksums bool
 	// TxChecksums sets checksum offload flags on every parseable packet.

@@ -560,3 +560,61 @@ func TestBrokenRingIndicesNeverPanic(t *testing.T) {
 		t.Fatal("PushOne took an entry on an overrun ring")
 	}
 }
+
+// TestSupplyDepth: Prime posts past SupplyDepth (a driver's setup may take
+// a ring's worth), Trim takes the surplus back into the pool, newest
+// first, Fill never posts past it, and a forwarding cycle on a shallow
+// supply conserves every frame with the driver never short of a buffer.
+func TestSupplyDepth(t *testing.T) {
+	g := newRig(t, 1024)
+	rx := g.rx(512, 512)
+	tx := g.tx(512)
+	rx.cfg.SupplyDepth = 64
+	if n := rx.Prime(512); n != 512 || rx.cfg.Supply.Len() != 512 {
+		t.Fatalf("Prime(512) = %d, supply %d", n, rx.cfg.Supply.Len())
+	}
+	oldest := rx.cfg.Supply.buf[*rx.cfg.Supply.head&rx.cfg.Supply.mask]
+	if n := rx.Trim(); n != 448 || rx.cfg.Supply.Len() != 64 || rx.NumFreeFrames() != 448 || rx.NumOutstanding() != 64 {
+		t.Fatalf("Trim = %d: supply %d, pool %d, outstanding %d; want 448, 64, 448, 64", n, rx.cfg.Supply.Len(), rx.NumFreeFrames(), rx.NumOutstanding())
+	}
+	if got := rx.cfg.Supply.buf[*rx.cfg.Supply.head&rx.cfg.Supply.mask]; got != oldest {
+		t.Errorf("Trim took the oldest post (%#x left at the head, want %#x)", got, oldest)
+	}
+	if rx.Trim() != 0 || rx.NumFreeFillSlots() != 0 || rx.Fill(512) != 0 {
+		t.Fatal("a supply at its depth took more")
+	}
+	pkt := make([]byte, 100)
+	back := make([]packetio.Desc, 0, 512)
+	for i := 0; i < 2000; i++ {
+		for len(g.pmd.incoming) < 48 {
+			g.pmd.incoming = append(g.pmd.incoming, pkt)
+		}
+		back = forward(rx, tx, back)
+		if s := rx.cfg.Supply.Len(); s > 64 {
+			t.Fatalf("round %d: supply %d, past its depth of 64", i, s)
+		}
+		if total := rx.NumFreeFrames() + rx.cfg.Supply.Len() + len(g.pmd.cache) + tx.NumInFlight(); total != 512 {
+			t.Fatalf("round %d: %d frames accounted for, want 512", i, total)
+		}
+	}
+	if g.pmd.noBuf != 0 || rx.Stats().Packets < 2000*32 || rx.Stats().Backend["pool_rejected"] != 0 || rx.Err() != nil || tx.Err() != nil {
+		t.Fatalf("driver short of buffers %d times, %d forwarded, rejected %d, errors %v %v", g.pmd.noBuf, rx.Stats().Packets, rx.Stats().Backend["pool_rejected"], rx.Err(), tx.Err())
+	}
+}
+
+// TestRingUnpush: the producer takes back its newest entries, newest
+// first, and never more than the ring holds.
+func TestRingUnpush(t *testing.T) {
+	r := NewRing(8)
+	r.Push([]uint64{1, 2, 3, 4, 5})
+	if got := r.Unpush(2, nil); len(got) != 2 || got[0] != 5 || got[1] != 4 || r.Len() != 3 {
+		t.Fatalf("Unpush(2) = %v, %d left", got, r.Len())
+	}
+	r.Push([]uint64{6})
+	if got := r.Unpush(10, nil); len(got) != 4 || got[0] != 6 || got[3] != 1 || r.Len() != 0 {
+		t.Fatalf("Unpush(10) = %v, %d left", got, r.Len())
+	}
+	if got := r.Pop(1, nil); len(got) != 0 {
+		t.Fatalf("Pop after Unpush took %v", got)
+	}
+}

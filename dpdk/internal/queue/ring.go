@@ -87,6 +87,19 @@ func (r *Ring) Pop(n int, dst []uint64) []uint64 {
 	return dst
 }
 
+// Unpush takes back up to n of the newest entries, appending them to dst
+// newest first: the producer undoing its own pushes. Like every access it
+// runs on the queue's own thread, so the driver is not inside the ring.
+func (r *Ring) Unpush(n int, dst []uint64) []uint64 {
+	n = min(n, r.Len())
+	t := *r.tail
+	for i := 1; i <= n; i++ {
+		dst = append(dst, r.buf[(t-uint32(i))&r.mask])
+	}
+	*r.tail = t - uint32(max(n, 0))
+	return dst
+}
+
 // PopBulk fills all of dst or takes nothing, as rte_mempool_get_bulk does,
 // and reports which.
 func (r *Ring) PopBulk(dst []uint64) bool {

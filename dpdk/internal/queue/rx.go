@@ -39,13 +39,55 @@ func NewRx(cfg Config) (*Rx, error) {
 	return q, nil
 }
 
-// Fill posts up to n free frames to the supply ring and returns how many it
-// posted. Frames the ring refuses go back to the pool.
+// Fill posts up to n free frames to the supply ring, never past
+// Config.SupplyDepth, and returns how many it posted. Frames the ring
+// refuses go back to the pool.
 func (q *Rx) Fill(n int) int {
 	if q.Failure() != nil {
 		return 0
 	}
 	q.DrainReturned()
+	return q.post(min(n, q.depthRoom()))
+}
+
+// Prime is Fill without SupplyDepth, for the driver's setup, which may take
+// a ring's worth at once (net_af_xdp: its fill ring).
+func (q *Rx) Prime(n int) int {
+	if q.Failure() != nil {
+		return 0
+	}
+	q.DrainReturned()
+	return q.post(n)
+}
+
+// Trim takes the frames posted past SupplyDepth back from the supply ring
+// into the pool, the newest first, and returns how many. The device calls
+// it once the driver is set up: Prime posted a ring's worth for the setup,
+// and what the driver left would wait in the supply, going cold, before it
+// took any of it.
+func (q *Rx) Trim() int {
+	over := q.cfg.Supply.Len() - q.cfg.SupplyDepth
+	if q.cfg.SupplyDepth <= 0 || over <= 0 {
+		return 0
+	}
+	q.back = q.cfg.Supply.Unpush(over, q.back[:0])
+	for _, va := range q.back {
+		q.pool.Done(va - q.cfg.RegionVA - ObjHeader)
+	}
+	q.outstanding.Add(-int64(len(q.back)))
+	return len(q.back)
+}
+
+// depthRoom is how many more frames SupplyDepth lets Fill post.
+func (q *Rx) depthRoom() int {
+	if q.cfg.SupplyDepth <= 0 {
+		return q.cfg.Supply.Room()
+	}
+	return max(q.cfg.SupplyDepth-q.cfg.Supply.Len(), 0)
+}
+
+// post moves up to n free frames to the supply ring.
+func (q *Rx) post(n int) int {
 	posted := 0
 	for posted < n {
 		q.frame = q.pool.PopFill(min(n-posted, cap(q.frame)), q.frame[:0])
@@ -268,7 +310,7 @@ func (q *Rx) Recycle(descs []packetio.Desc) {
 }
 
 // NumFreeFillSlots is how many frames Fill could post now.
-func (q *Rx) NumFreeFillSlots() int { return min(q.pool.Len(), q.cfg.Supply.Room()) }
+func (q *Rx) NumFreeFillSlots() int { return min(q.pool.Len(), q.cfg.Supply.Room(), q.depthRoom()) }
 
 // NumFreeFrames is how many frames the pool holds.
 func (q *Rx) NumFreeFrames() int { return q.pool.Len() }
