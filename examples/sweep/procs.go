@@ -32,8 +32,8 @@ type proc struct {
 }
 
 // startIn runs argv in the measured namespace of bed (through nsenter),
-// killed if this program dies (and not before: childproc.Start), and hands every output line (stdout and
-// stderr) to line.
+// killed if this program dies (and not before: childproc.Start), and hands
+// every output line (stdout and stderr) to line.
 func startIn(bed *testbed.Bed, nsenter string, argv []string, line func(string)) (*proc, error) {
 	var nsf *os.File
 	if err := bed.In(func() error {

@@ -25,9 +25,9 @@ type Child struct {
 // and waits up to wait for it to print "ready" on a line of its own: a line
 // "error: ..." first, or its exit, fails t (exitHint is added to the exit
 // message; what names the step a timeout was waiting for). The child dies
-// with this process (Pdeathsig, from a thread that outlives it:
-// childproc.Start) and is killed and reaped when t ends, if
-// the test did not kill it first.
+// with this process (Pdeathsig, forked from a thread that outlives it:
+// childproc.Start) and is killed and reaped when t ends, if the test did
+// not kill it first.
 func StartChild(t testing.TB, run string, env []string, wait time.Duration, what, exitHint string) *Child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run="+run)
