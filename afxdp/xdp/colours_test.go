@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func TestCacheColoursRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(append([]Option{WithFilter(filter.MatchAll()), WithCacheColours()}, tc.opts...)...)
-			if !errors.Is(err, tc.want) || !strings.Contains(fmtErr(err), tc.says) {
+			if !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.says) {
 				t.Fatalf("Validate: %v; want %v saying %q", err, tc.want, tc.says)
 			}
 		})
@@ -79,13 +80,6 @@ func TestCacheColoursRefused(t *testing.T) {
 	if err := Validate(WithFilter(filter.MatchAll()), WithCacheColours(), WithFrameSize(ColourFrameSize)); err != nil {
 		t.Fatalf("WithFrameSize(%d) with colours: %v", ColourFrameSize, err)
 	}
-}
-
-func fmtErr(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // TestCacheColoursReceive: with colours every packet arrives byte for byte,
@@ -163,7 +157,7 @@ func TestCacheColoursLongLink(t *testing.T) {
 				}
 				return err
 			})
-			if !errors.Is(err, packetio.ErrUnsupported) || !strings.Contains(fmtErr(err), tc.says) {
+			if !errors.Is(err, packetio.ErrUnsupported) || !strings.Contains(fmt.Sprint(err), tc.says) {
 				t.Fatalf("Open: %v; want ErrUnsupported saying %q", err, tc.says)
 			}
 			if id := xdpAttached(t, p.B); id != 0 {

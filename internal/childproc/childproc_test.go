@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/packetio/packetio/internal/childproc"
+	"github.com/packetio/packetio/internal/testenv"
 )
 
 // The main goroutine keeps the main thread, which the runtime never ends
@@ -63,7 +64,7 @@ func (c *child) within(d time.Duration) (bool, error) {
 // thread, it runs on until it is killed.
 func TestChildOutlivesItsStartersThread(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
-		t.Skip("no sleep(1)")
+		testenv.CannotRun(t, "no sleep(1) to run as the child: %v", err)
 	}
 	plain := startOnDoomedThread(t, (*exec.Cmd).Start)
 	if exited, err := plain.within(5 * time.Second); !exited || err == nil || !strings.Contains(err.Error(), "killed") {

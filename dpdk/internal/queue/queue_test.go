@@ -387,26 +387,33 @@ func forward(rx *Rx, tx *Tx, back []packetio.Desc) []packetio.Desc {
 	return back
 }
 
+// forwardRounds runs rounds of forward with waiting 100-byte packets
+// offered to the driver before each, calls each after it, and fails t the
+// first round a frame of rx's 512 is not somewhere: the receive pool, the
+// supply, the driver's cache, or in flight on transmit.
+func forwardRounds(t *testing.T, g *rig, rx *Rx, tx *Tx, rounds, waiting int, each func(round int)) {
+	t.Helper()
+	pkt := make([]byte, 100)
+	back := make([]packetio.Desc, 0, 512)
+	for i := 0; i < rounds; i++ {
+		for len(g.pmd.incoming) < waiting {
+			g.pmd.incoming = append(g.pmd.incoming, pkt)
+		}
+		back = forward(rx, tx, back)
+		each(i)
+		if total := rx.NumFreeFrames() + rx.cfg.Supply.Len() + len(g.pmd.cache) + tx.NumInFlight(); total != 512 {
+			t.Fatalf("round %d: %d frames accounted for, want 512", i, total)
+		}
+	}
+}
+
 func TestForwardingCycleConservesFrames(t *testing.T) {
 	g := newRig(t, 1024)
 	rx := g.rx(512, 512)
 	tx := g.tx(512)
 	g.pmd.accept = 50 // a short burst now and then
 	rx.Fill(512)
-	pkt := make([]byte, 100)
-	back := make([]packetio.Desc, 0, 512)
-	for i := 0; i < 10000; i++ {
-		for len(g.pmd.incoming) < 64 {
-			g.pmd.incoming = append(g.pmd.incoming, pkt)
-		}
-		back = forward(rx, tx, back)
-		// every frame is somewhere: the receive pool, the supply, the
-		// driver's cache, or in flight on transmit.
-		total := rx.NumFreeFrames() + rx.cfg.Supply.Len() + len(g.pmd.cache) + tx.NumInFlight()
-		if total != 512 {
-			t.Fatalf("round %d: %d frames accounted for, want 512", i, total)
-		}
-	}
+	forwardRounds(t, g, rx, tx, 10000, 64, func(int) {})
 	if tx.NumFreeFrames() != 512 || rx.Stats().Backend["pool_rejected"] != 0 || tx.Stats().Backend["pool_rejected"] != 0 {
 		t.Fatal("a pool gained, lost or refused frames")
 	}
@@ -583,20 +590,11 @@ func TestSupplyDepth(t *testing.T) {
 	if rx.Trim() != 0 || rx.NumFreeFillSlots() != 0 || rx.Fill(512) != 0 {
 		t.Fatal("a supply at its depth took more")
 	}
-	pkt := make([]byte, 100)
-	back := make([]packetio.Desc, 0, 512)
-	for i := 0; i < 2000; i++ {
-		for len(g.pmd.incoming) < 48 {
-			g.pmd.incoming = append(g.pmd.incoming, pkt)
-		}
-		back = forward(rx, tx, back)
+	forwardRounds(t, g, rx, tx, 2000, 48, func(i int) {
 		if s := rx.cfg.Supply.Len(); s > 64 {
 			t.Fatalf("round %d: supply %d, past its depth of 64", i, s)
 		}
-		if total := rx.NumFreeFrames() + rx.cfg.Supply.Len() + len(g.pmd.cache) + tx.NumInFlight(); total != 512 {
-			t.Fatalf("round %d: %d frames accounted for, want 512", i, total)
-		}
-	}
+	})
 	if g.pmd.noBuf != 0 || rx.Stats().Packets < 2000*32 || rx.Stats().Backend["pool_rejected"] != 0 || rx.Err() != nil || tx.Err() != nil {
 		t.Fatalf("driver short of buffers %d times, %d forwarded, rejected %d, errors %v %v", g.pmd.noBuf, rx.Stats().Packets, rx.Stats().Backend["pool_rejected"], rx.Err(), tx.Err())
 	}
