@@ -24,14 +24,15 @@ import (
 // socket on the interface would get EBUSY). The child is told the column,
 // loop, interface, queues, frame length, batch, CPU, flows and both MACs;
 // it prints "T N" lines as xskref does and stops on SIGINT. The forward
-// rewrite (-forward), the steering (-steer), what transmit writes (-write)
-// and the frames a queue (-frames, 0 for the backend's default) come last.
+// rewrite (-forward), the steering (-steer), what transmit writes (-write),
+// the frames a queue (-frames, 0 for the backend's default) and where sysmon
+// runs (-sysmon) come last.
 const childFlag = "-run-cell"
 
 // childArgs is the command line of a child running column's loop on r.
 func (e *env) childArgs(self, column, loop string, r *rig) []string {
 	return []string{self, childFlag, column, loop, r.bed.Name, strconv.Itoa(r.queues), strconv.Itoa(e.size), strconv.Itoa(e.batch),
-		strconv.Itoa(e.workerCPU(0)), strconv.Itoa(e.flows), r.macA.String(), r.macB.String(), e.rewrite, e.steer, e.write, strconv.Itoa(e.frames)}
+		strconv.Itoa(e.workerCPU(0)), strconv.Itoa(e.flows), r.macA.String(), r.macB.String(), e.rewrite, e.steer, e.write, strconv.Itoa(e.frames), e.sysmon}
 }
 
 // noFeed is the child's feeder: the parent feeds.
@@ -46,8 +47,8 @@ func (noFeed) close() error { return nil }
 
 // childMain runs one cell as told by args and reports as xskref does.
 func childMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 14 || !slices.Contains(rewrites, args[10]) || !slices.Contains(steers, args[11]) || !slices.Contains(writes, args[12]) {
-		fmt.Fprintln(stderr, "sweep -run-cell: column loop iface queues size batch cpu flows macA macB rewrite ("+strings.Join(rewrites, " or ")+") steer ("+strings.Join(steers, " or ")+") write ("+strings.Join(writes, " or ")+") frames")
+	if len(args) != 15 || !slices.Contains(rewrites, args[10]) || !slices.Contains(steers, args[11]) || !slices.Contains(writes, args[12]) || !slices.Contains(sysmons, args[14]) {
+		fmt.Fprintln(stderr, "sweep -run-cell: column loop iface queues size batch cpu flows macA macB rewrite ("+strings.Join(rewrites, " or ")+") steer ("+strings.Join(steers, " or ")+") write ("+strings.Join(writes, " or ")+") frames sysmon ("+strings.Join(sysmons, " or ")+")")
 		return exitUsage
 	}
 	frames, err := strconv.Atoi(args[13])
@@ -84,7 +85,7 @@ func childMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sweep -run-cell: flows and batch must be at least 1")
 		return exitUsage
 	}
-	e := &env{size: n[1], batch: n[2], flows: n[4], cpus: cpus, log: stderr, rewrite: args[10], steer: args[11], write: args[12], frames: frames}
+	e := &env{size: n[1], batch: n[2], flows: n[4], cpus: cpus, log: stderr, rewrite: args[10], steer: args[11], write: args[12], frames: frames, sysmon: args[14]}
 	r := &rig{queues: n[0], bed: bed, macA: macA, macB: macB, feed: noFeed{}}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -93,6 +94,7 @@ func childMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sweep -run-cell:", err)
 		return exitFailed
 	}
+	defer e.keepLoopCPUs(r.queues)() // this process's own sysmon too, under -sysmon feeder
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for done := false; !done; {

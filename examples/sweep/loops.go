@@ -141,6 +141,7 @@ type env struct {
 	rewrite        string // rewriteRoute or rewriteMAC
 	steer          string // steerFilter or steerAll
 	write          string // writeFrame or writeHeaders
+	sysmon         string // sysmonAnywhere or sysmonFeeder
 	frames         int    // WithFrames for packetio's backends; 0: their defaults
 	size           int    // the cell's frame length without FCS (runCell sets it)
 	flows, batch   int
@@ -329,6 +330,15 @@ const (
 )
 
 var steers = []string{steerFilter, steerAll}
+
+// Where the Go runtime's sysmon thread may run while a cell is measured
+// (-sysmon).
+const (
+	sysmonAnywhere = "anywhere" // where the kernel puts it
+	sysmonFeeder   = "feeder"   // off the loops' CPUs (host.KeepSysmonOff)
+)
+
+var sysmons = []string{sysmonAnywhere, sysmonFeeder}
 
 // feedFilter is what a backend that steers takes in the receive and
 // forward loops under -steer filter: exactly the feeder's traffic, nothing

@@ -94,6 +94,7 @@ import (
 
 	"github.com/packetio/packetio/examples/internal/backend"
 	"github.com/packetio/packetio/examples/internal/testbed"
+	"github.com/packetio/packetio/internal/host"
 )
 
 type options struct {
@@ -110,6 +111,7 @@ type options struct {
 	rewrite        string // rewriteRoute or rewriteMAC: what packetio's forward does to a frame
 	steer          string // steerFilter or steerAll: what a steering backend takes in receive and forward
 	write          string // writeFrame or writeHeaders: what packetio's transmit writes into each frame
+	sysmon         string // sysmonAnywhere or sysmonFeeder: where Go's sysmon runs while a cell is measured
 	frames         int    // frames a queue for packetio's backends (WithFrames); 0: each backend's default
 	out, csv, svg  string
 }
@@ -190,6 +192,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.rewrite, "forward", rewriteRoute, "what packetio's forward loop does to each frame: route (an IPv4 router: header and checksum checks, TTL, longest-prefix match, MACs) or mac (what testpmd's mac forwarding does: the destination MAC set to the next hop's, the source to the port's, nothing else)")
 	fs.StringVar(&o.write, "write", writeFrame, "what packetio's transmit loops write into each frame: frame (the whole frame, every time) or headers (the Ethernet, IPv4 and UDP headers only, the payload being whatever the buffer holds, as testpmd's txonly does; the C reference writes nothing per frame)")
 	fs.StringVar(&o.steer, "steer", steerFilter, "what packetio's backends that steer (afxdp) take in receive and forward: filter (exactly the feeder's flow, "+feedFilter().String()+") or all (every frame of the queue, as the C reference and testpmd take)")
+	fs.StringVar(&o.sysmon, "sysmon", sysmonAnywhere, "where the Go runtime's sysmon thread, of the sweep and of a packetio column's own process, may run while a cell is measured: anywhere (where the kernel puts it) or feeder (off the loops' CPUs). With the feeder's generators in long system calls sysmon wakes every 20 µs, and on a loop's CPU it preempts the loop; README.md, \"Where sysmon runs\"")
 	fs.IntVar(&o.frames, "frames", 0, "frames a queue for packetio's backends (each one's WithFrames), or 0 for each backend's default; fewer frames keep afxdp's copy in cache (afxdp/README.md, \"Frames in circulation\")")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
 	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
@@ -312,6 +315,8 @@ a cell failed (the table is still written), 2 bad flags, 130 interrupted.
 		return o, fmt.Errorf("-steer %q: one of %s", o.steer, strings.Join(steers, ", "))
 	case !slices.Contains(writes, o.write):
 		return o, fmt.Errorf("-write %q: one of %s", o.write, strings.Join(writes, ", "))
+	case !slices.Contains(sysmons, o.sysmon):
+		return o, fmt.Errorf("-sysmon %q: one of %s", o.sysmon, strings.Join(sysmons, ", "))
 	}
 	return o, nil
 }
@@ -376,7 +381,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 			os.Remove(dpdkRunDir) // only if empty: nothing else of ours is left
 		}
 	}()
-	e := &env{feeder: o.feeder, rewrite: o.rewrite, steer: o.steer, write: o.write, frames: o.frames, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
+	e := &env{feeder: o.feeder, rewrite: o.rewrite, steer: o.steer, write: o.write, sysmon: o.sysmon, frames: o.frames, size: o.sizes[0] - 4, flows: o.flows, batch: o.batch, warmup: o.warmup, window: o.window, cpus: allowedCPUs(), log: log}
 	defer func() {
 		if cerr := e.close(); cerr != nil && err == nil {
 			err = cerr
@@ -397,7 +402,7 @@ func run(ctx context.Context, o options, command string, log io.Writer) (t *tabl
 		t.notes = append(t.notes, jumboNote())
 	}
 	t.notes = append(t.notes,
-		fmt.Sprintf("placement, every column alike: the loop of queue q (a packetio worker, a kernel socket loop, testpmd's one forwarding lcore, the C reference, a tool) on CPU q+1, the feeder's generator i on CPU i, modulo the %d CPUs; a queue's receive work in softirq runs where its frames were sent from, the feeder's CPU", len(e.cpus)),
+		fmt.Sprintf("placement, every column alike: the loop of queue q (a packetio worker, a kernel socket loop, testpmd's one forwarding lcore, the C reference, a tool) on CPU q+1, the feeder's generator i on CPU i, modulo the %d CPUs; a queue's receive work in softirq runs where its frames were sent from, the feeder's CPU; %s", len(e.cpus), sysmonNote(o.sysmon)),
 		fmt.Sprintf("what the measured side sends (transmit, and forward's next hop) goes to %s at %s, a MAC nobody owns (a permanent neighbour entry): the peer's kernel drops each frame at its first look, so on a veth, where the receiving kernel's work runs on the sender's CPU, the sender is measured and not the peer's IP stack", sinkIP, sinkMAC),
 		"kernel: plain UDP sockets in the measured namespace, one per queue, sendmmsg/recvmmsg in batches of "+strconv.Itoa(o.batch)+
 			"; receive sockets share a port with SO_REUSEPORT; forward is a UDP relay (recvmmsg, then sendmmsg to that address)",
@@ -562,7 +567,9 @@ func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xsk
 	if err != nil {
 		return sample{}, err
 	}
+	undo := e.keepLoopCPUs(c.queues)
 	s, merr := measure(ctx, subject, e.warmup, e.window)
+	undo()
 	serr := subject.stop()
 	if left, err := clearXDP(r); err != nil || left != "" {
 		fmt.Fprintf(e.log, "%s left %s on %s: detached (%v)\n", c.column, left, r.bed.Name, err)
@@ -575,6 +582,41 @@ func (e *env) runCell(ctx context.Context, c *cell, tools testpmdTools, xsk *xsk
 		return s, errors.Join(errors.New("no packets in the window"), serr)
 	}
 	return s, serr
+}
+
+// keepLoopCPUs keeps Go's sysmon thread off the CPUs of a row's loops,
+// under -sysmon feeder, until the returned func runs, and says on the log
+// what it could not do (the cell is measured anyway).
+func (e *env) keepLoopCPUs(queues int) func() {
+	if e.sysmon != sysmonFeeder {
+		return func() {}
+	}
+	var cpus []int
+	for q := range queues {
+		if c := e.workerCPU(q); !slices.Contains(cpus, c) {
+			cpus = append(cpus, c)
+		}
+	}
+	_, undo, err := host.KeepSysmonOff(cpus)
+	if err != nil {
+		fmt.Fprintf(e.log, "sweep: keeping sysmon off CPUs %v: %v\n", cpus, err)
+	}
+	return func() {
+		if undo == nil {
+			return
+		}
+		if err := undo(); err != nil {
+			fmt.Fprintf(e.log, "sweep: giving sysmon its CPUs back: %v\n", err)
+		}
+	}
+}
+
+// sysmonNote is the placement note's word on sysmon under -sysmon s.
+func sysmonNote(s string) string {
+	if s == sysmonFeeder {
+		return "-sysmon feeder: over each cell's warm-up and window Go's sysmon thread, of the sweep and of a packetio column's own process, is kept off the loops' CPUs (internal/host.KeepSysmonOff); with the feeder's generators in long system calls it wakes every 20 µs, and on a loop's CPU it preempts the loop, on the feeder's it takes the feeder's time"
+	}
+	return "Go's sysmon thread runs where the kernel puts it (-sysmon anywhere): with the feeder's generators in long system calls it wakes every 20 µs, on either CPU"
 }
 
 // machine describes where the sweep runs.

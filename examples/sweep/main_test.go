@@ -18,20 +18,20 @@ import (
 	"github.com/packetio/packetio/internal/trafficgen"
 )
 
-// host is what the sweep must leave as it found it.
-type host struct {
+// hostState is what the sweep must leave as it found it.
+type hostState struct {
 	links    []string // interfaces of the test's own namespace
 	bpf      int      // BPF objects this process holds
 	children []int    // processes whose parent is this one
 }
 
-func hostNow(t *testing.T) host {
+func hostNow(t *testing.T) hostState {
 	t.Helper()
 	ifs, err := net.Interfaces()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h host
+	var h hostState
 	for _, i := range ifs {
 		h.links = append(h.links, i.Name)
 	}
@@ -64,7 +64,7 @@ func hostNow(t *testing.T) host {
 // checkClean fails unless the host is as it was: the same interfaces, no
 // BPF program, link or map still held, no testpmd left running, no
 // testpmd runtime folders of this process.
-func checkClean(t *testing.T, before host) {
+func checkClean(t *testing.T, before hostState) {
 	t.Helper()
 	after := hostNow(t)
 	if !slices.Equal(before.links, after.links) {

@@ -324,6 +324,7 @@ func TestParseFlags(t *testing.T) {
 		{"-forward", rewriteRoute, rewriteMAC, func(o options) string { return o.rewrite }},
 		{"-steer", steerFilter, steerAll, func(o options) string { return o.steer }},
 		{"-write", writeFrame, writeHeaders, func(o options) string { return o.write }},
+		{"-sysmon", sysmonAnywhere, sysmonFeeder, func(o options) string { return o.sysmon }},
 	} {
 		if c.got(o) != c.def {
 			t.Errorf("default %s %q, want %q", c.flag, c.got(o), c.def)
@@ -333,7 +334,7 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{{"-queues", "0"}, {"-queues", "x"}, {"-passes", "0"}, {"-sizes", "60"}, {"-sizes", "64,9001"}, {"-sizes", "1519"}, {"-sizes", "8999"}, {"-columns", "nope"}, {"-loops", "nope"},
-		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"-write", "payload"}, {"-frames", "x"}, {"-frames", "2000000"}, {"extra"}} {
+		{"-backends", "mlx5"}, {"-backends", "nope"}, {"-window", "1ms"}, {"-feeder", "pigeon"}, {"-forward", "l2"}, {"-steer", "some"}, {"-write", "payload"}, {"-sysmon", "cpu1"}, {"-frames", "x"}, {"-frames", "2000000"}, {"extra"}} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
@@ -342,28 +343,35 @@ func TestParseFlags(t *testing.T) {
 
 // TestFramesReachTheBackends: -frames opens every packetio backend with
 // that many frames a queue, in this process and in a cell's child (the
-// last of its arguments), and 0 leaves each backend its default; a child
-// told a bad count refuses it by name.
+// next to last of its arguments, -sysmon the last), and 0 leaves each
+// backend its default; a child told a bad count or a bad -sysmon refuses
+// it by name.
 func TestFramesReachTheBackends(t *testing.T) {
 	r := &rig{queues: 1, bed: &testbed.Bed{Name: "veth-x"}, macA: sinkMAC, macB: sinkMAC}
 	for _, frames := range []int{0, 2048} {
-		e := &env{frames: frames, cpus: []int{0, 1}, rewrite: rewriteMAC, steer: steerFilter, write: writeFrame}
+		e := &env{frames: frames, cpus: []int{0, 1}, rewrite: rewriteMAC, steer: steerFilter, write: writeFrame, sysmon: sysmonFeeder}
 		for _, col := range []string{colAfxdp, colAfpacket} {
 			if got := e.config(false, col, 1, 1).Frames; got != frames {
 				t.Errorf("-frames %d: %s opens with %d frames", frames, col, got)
 			}
 		}
 		args := e.childArgs("sweep", colAfxdp, loopFwd, r)
-		if len(args) != 16 || args[len(args)-1] != strconv.Itoa(frames) {
-			t.Errorf("-frames %d: child arguments %q", frames, args)
+		if len(args) != 17 || args[len(args)-2] != strconv.Itoa(frames) || args[len(args)-1] != sysmonFeeder {
+			t.Errorf("-frames %d -sysmon feeder: child arguments %q", frames, args)
 		}
 	}
-	e := &env{cpus: []int{0, 1}, rewrite: rewriteMAC, steer: steerFilter, write: writeFrame}
-	args := e.childArgs("sweep", colAfxdp, loopFwd, r)
-	args[len(args)-1] = "-5"
-	var stderr strings.Builder
-	if code := childMain(args[2:], io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `frames "-5"`) {
-		t.Errorf("child with frames -5: exit %d, %q", code, stderr.String())
+	e := &env{cpus: []int{0, 1}, rewrite: rewriteMAC, steer: steerFilter, write: writeFrame, sysmon: sysmonAnywhere}
+	for _, bad := range []struct {
+		at   int // from the end
+		arg  string
+		said string
+	}{{2, "-5", `frames "-5"`}, {1, "cpu1", "sysmon (anywhere or feeder)"}} {
+		args := e.childArgs("sweep", colAfxdp, loopFwd, r)
+		args[len(args)-bad.at] = bad.arg
+		var stderr strings.Builder
+		if code := childMain(args[2:], io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), bad.said) {
+			t.Errorf("child with %q: exit %d, %q; want %d naming %s", bad.arg, code, stderr.String(), exitUsage, bad.said)
+		}
 	}
 }
 
