@@ -28,7 +28,8 @@ import (
 // sleeps in nanosleep(2) (its usleep), where idle threads wait in futex(2)
 // and the poller in epoll_wait(2); a thread that may run on more than one
 // CPU and is seen in nanosleep in most of a few looks is taken for it. A
-// program whose own unpinned threads sleep in nanosleep may have those
+// program whose own unpinned threads sleep in nanosleep (packetio's
+// spinwait naps do, in a Poll on an unpinned goroutine) may have those
 // narrowed too.
 //
 // It returns how many threads it narrowed (0 where none was found) and
@@ -47,10 +48,6 @@ const (
 	sysmonLooks = 5
 	sysmonGap   = 100 * time.Microsecond
 )
-
-// SleepsLikeSysmon says whether thread tid of this process sleeps as Go's
-// sysmon does: in nanosleep(2) in most of a few looks, 100 µs apart.
-func SleepsLikeSysmon(tid int) bool { return sleepsLikeSysmon("/proc/self/task", tid) }
 
 // sleepsLikeSysmon says whether thread tid (under taskDir) is in
 // nanosleep(2) in most of sysmonLooks looks at its system call.

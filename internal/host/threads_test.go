@@ -92,7 +92,7 @@ func TestKeepSysmonOff(t *testing.T) {
 	for tid, m := range masks(t) {
 		if b, ok := before[tid]; ok && b != m {
 			changed = append(changed, tid)
-			if !SleepsLikeSysmon(tid) {
+			if !sleepsLikeSysmon("/proc/self/task", tid) {
 				t.Errorf("thread %d was narrowed but does not sleep in nanosleep", tid)
 			}
 		}
