@@ -602,9 +602,6 @@ func (e *env) keepLoopCPUs(queues int) func() {
 		fmt.Fprintf(e.log, "sweep: keeping sysmon off CPUs %v: %v\n", cpus, err)
 	}
 	return func() {
-		if undo == nil {
-			return
-		}
 		if err := undo(); err != nil {
 			fmt.Fprintf(e.log, "sweep: giving sysmon its CPUs back: %v\n", err)
 		}

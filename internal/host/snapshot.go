@@ -43,13 +43,7 @@ func TakeSnapshot(ifname string) (Snapshot, error) {
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, fmt.Errorf("host: snapshot: the thread's CPU mask: %w", err)
 	}
-	var cpus []int
-	for c := 0; c <= MaxCPU; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	s["thread affinity"] = formatCPUList(cpus)
+	s["thread affinity"] = formatCPUList(cpusIn(set))
 	return s, nil
 }
 

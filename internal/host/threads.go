@@ -33,7 +33,7 @@ import (
 // narrowed too.
 //
 // It returns how many threads it narrowed (0 where none was found) and
-// undo, which gives each of them back the mask it had, and widens a thread
+// undo (never nil), which gives each of them back the mask it had, and widens a thread
 // started since with a mask it made (sysmon starts threads) to the mask
 // that came from, so that a child process forked later does not inherit a
 // narrowed mask. A thread that exits meanwhile is not an error; one that
@@ -75,14 +75,15 @@ type keptThread struct {
 // keepThreadsOff narrows the threads under taskDir that may run on more
 // than one CPU, one of them in cpus, and that pick takes.
 func keepThreadsOff(taskDir string, cpus []int, pick func(taskDir string, tid int) bool) (int, func() error, error) {
+	none := func() error { return nil }
 	for _, c := range cpus {
 		if c < 0 || c > MaxCPU {
-			return 0, nil, fmt.Errorf("host: keep threads off CPU %d: outside 0-%d", c, MaxCPU)
+			return 0, none, fmt.Errorf("host: keep threads off CPU %d: outside 0-%d", c, MaxCPU)
 		}
 	}
 	tids, err := threadIDs(taskDir)
 	if err != nil {
-		return 0, nil, err
+		return 0, none, err
 	}
 	var kept []keptThread
 	var errs []error
@@ -164,6 +165,17 @@ func narrowed(set unix.CPUSet, off []int) (unix.CPUSet, bool) {
 		out.Clear(c)
 	}
 	return out, out.Count() > 0 && out != set
+}
+
+// cpusIn lists the CPUs of set, in order.
+func cpusIn(set unix.CPUSet) []int {
+	var cpus []int
+	for c := 0; c <= MaxCPU; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }
 
 // threadIDs lists the thread ids in a /proc/PID/task directory.

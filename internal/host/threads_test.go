@@ -42,7 +42,7 @@ func TestNarrowed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := narrowed(tc.set, tc.off)
 			if ok != tc.narrowed || (ok && got != tc.want) {
-				t.Fatalf("narrowed = %v, %v; want %v, %v", cpuList(got), ok, cpuList(tc.want), tc.narrowed)
+				t.Fatalf("narrowed = %v, %v; want %v, %v", cpusIn(got), ok, cpusIn(tc.want), tc.narrowed)
 			}
 		})
 	}
@@ -105,7 +105,7 @@ func TestKeepSysmonOff(t *testing.T) {
 	}
 	for tid, m := range masks(t) {
 		if b, ok := before[tid]; ok && b != m {
-			t.Errorf("after undo thread %d has %v, had %v", tid, cpuList(m), cpuList(b))
+			t.Errorf("after undo thread %d has %v, had %v", tid, cpusIn(m), cpusIn(b))
 		}
 	}
 	<-blocked
@@ -145,10 +145,10 @@ func TestKeepThreadsOff(t *testing.T) {
 		switch {
 		case tid == wtid:
 			if m != cpuSet(kept) {
-				t.Errorf("the worker pinned to CPU %d now has %v", kept, cpuList(m))
+				t.Errorf("the worker pinned to CPU %d now has %v", kept, cpusIn(m))
 			}
 		case m.Count() > 1 && m.IsSet(kept) && before[tid] == m: // one started meanwhile may be missed
-			t.Errorf("thread %d may still run on CPU %d: %v", tid, kept, cpuList(m))
+			t.Errorf("thread %d may still run on CPU %d: %v", tid, kept, cpusIn(m))
 		}
 		if b, ok := before[tid]; ok && b != m {
 			moved++
@@ -178,10 +178,10 @@ func TestKeepThreadsOff(t *testing.T) {
 	for tid, m := range masks(t) {
 		b, ok := before[tid]
 		if ok && b != m {
-			t.Errorf("after undo thread %d has %v, had %v", tid, cpuList(m), cpuList(b))
+			t.Errorf("after undo thread %d has %v, had %v", tid, cpusIn(m), cpusIn(b))
 		}
 		if !ok && m == narrow { // started since: it inherited the narrowed mask
-			t.Errorf("after undo thread %d, started meanwhile, still has the narrowed mask %v", tid, cpuList(m))
+			t.Errorf("after undo thread %d, started meanwhile, still has the narrowed mask %v", tid, cpusIn(m))
 		}
 	}
 }
@@ -197,7 +197,7 @@ func keptCPU(t *testing.T) (unix.CPUSet, int) {
 	if all.Count() < 2 {
 		testenv.CannotRun(t, "this test's thread may run on %d CPU; keeping one free needs 2", all.Count())
 	}
-	l := cpuList(all)
+	l := cpusIn(all)
 	return all, l[len(l)-1]
 }
 
@@ -217,16 +217,6 @@ func masks(t *testing.T) map[int]unix.CPUSet {
 	}
 	if len(out) == 0 {
 		t.Fatalf("no threads read (pid %d)", os.Getpid())
-	}
-	return out
-}
-
-func cpuList(s unix.CPUSet) []int {
-	var out []int
-	for c := 0; c <= MaxCPU; c++ {
-		if s.IsSet(c) {
-			out = append(out, c)
-		}
 	}
 	return out
 }

@@ -42,13 +42,7 @@ func NewRx(cfg Config) (*Rx, error) {
 // Fill posts up to n free frames to the supply ring, never past
 // Config.SupplyDepth, and returns how many it posted. Frames the ring
 // refuses go back to the pool.
-func (q *Rx) Fill(n int) int {
-	if q.Failure() != nil {
-		return 0
-	}
-	q.DrainReturned()
-	return q.post(min(n, q.depthRoom()))
-}
+func (q *Rx) Fill(n int) int { return q.Prime(min(n, q.depthRoom())) }
 
 // Prime is Fill without SupplyDepth, for the driver's setup, which may take
 // a ring's worth at once (net_af_xdp: its fill ring).
