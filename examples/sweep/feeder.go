@@ -73,35 +73,39 @@ type feeding struct {
 // once, the first time it is asked for, and keeps them to the end: the
 // programs are loaded a handful of times per sweep, never per cell.
 //
+// It runs in a process of its own, in the peer namespace (feederProc, the
+// sweep's -run-feeder child), not in the sweep's.
+//
 // On a kernel that refuses live frames (trafficgen.Probe) live.Source runs
 // a circuit instead (trafficgen.Circuit: frames going round a veth pair of
 // the feeder's own, a copy out to the measured end each turn, in softirq
-// on the generator's CPU); circuits says why. The sweep takes that only
-// for rows of one queue: a circuit on every CPU leaves the processes
-// measured too little (afpacket feeds those rows).
+// on the generator's CPU). The sweep takes that only for rows of one
+// queue: a circuit on every CPU leaves the processes measured too little
+// (afpacket feeds those rows).
 type liveFeeder struct {
-	bed      *testbed.Bed
-	srcMAC   net.HardwareAddr
-	flows    int
-	cpus     []int
-	sources  map[string]*live.Source // by target (MAC, address, port, size)
-	running  sync.Mutex              // one feed at a time
-	circuits error                   // the kernel's refusal of live frames, when circuits feed
+	iface   string // the peer end, in this process's namespace
+	srcMAC  net.HardwareAddr
+	flows   int
+	cpus    []int
+	sources map[string]*live.Source // by target (MAC, address, port, size)
+	running sync.Mutex              // one feed at a time
 }
 
-func newLiveFeeder(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus []int) *liveFeeder {
-	return &liveFeeder{bed: bed, srcMAC: srcMAC, flows: flows, cpus: cpus, sources: map[string]*live.Source{}}
+func newLiveFeeder(iface string, srcMAC net.HardwareAddr, flows int, cpus []int) *liveFeeder {
+	return &liveFeeder{iface: iface, srcMAC: srcMAC, flows: flows, cpus: cpus, sources: map[string]*live.Source{}}
 }
 
-func (f *liveFeeder) describe() string {
-	if f.circuits != nil {
-		return fmt.Sprintf("fed from the peer from inside its kernel by a circuit (internal/trafficgen.Circuit), since this kernel refuses the generator's live frames (%v): frames go round a veth pair of the feeder's own (XDP_TX at one end, at the other a broadcast redirect that sends each frame round again and a copy to the measured end), in softirq on CPU %v, %d flows (UDP source ports); it offers less than the generator does (1-2.6 Mpps into a dropping XDP program here), so a cell at the offered rate measures the feeder; the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", f.circuits, f.cpus, f.flows)
+// describeLive says what the live feeder is, for the table header:
+// circuits is the kernel's refusal of live frames where circuits feed,
+// kept the CPUs its process keeps off.
+func describeLive(circuits error, cpus, kept []int, flows int) string {
+	proc := fmt.Sprintf("in a process of its own (sweep -run-feeder) whose every thread is kept off the loops' CPUs %v where there is another, so that its Go runtime's sysmon, which wakes every 20 µs while the generators sit in their long system calls, takes the feeder's time, not a loop's", kept)
+	if circuits != nil {
+		return fmt.Sprintf("fed from the peer from inside its kernel by a circuit (internal/trafficgen.Circuit), since this kernel refuses the generator's live frames (%v): frames go round a veth pair of the feeder's own (XDP_TX at one end, at the other a broadcast redirect that sends each frame round again and a copy to the measured end), in softirq on CPU %v, %d flows (UDP source ports), %s; it offers less than the generator does (1-2.6 Mpps into a dropping XDP program here), so a cell at the offered rate measures the feeder; the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", circuits, cpus, flows, proc)
 	}
 	return fmt.Sprintf("fed from the peer from inside its kernel: one internal/trafficgen generator per queue of the row (BPF_PROG_RUN with live frames, XDP_TX), generator i pinned to CPU i, each with two threads on that CPU whose calls overlap, so the kernel's XDP dispatcher keeps its program between calls instead of stopping the feed for two RCU grace periods after each, "+
-		"%d flows (UDP source ports); the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", f.flows)
+		"%d flows (UDP source ports), %s; the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", flows, proc)
 }
-
-func (f *liveFeeder) needsNAPI() bool { return true }
 
 // source returns the generators for t, loading them the first time.
 func (f *liveFeeder) source(t target) (*live.Source, error) {
@@ -115,11 +119,7 @@ func (f *liveFeeder) source(t target) (*live.Source, error) {
 	}
 	buf := make([]byte, spec.Len())
 	frame.Build(buf, spec)
-	var s *live.Source
-	err := f.bed.InPeer(func() (err error) {
-		s, err = live.New(f.bed.Peer, buf, live.Flows{Offset: spec.HeaderLen() - 8, N: f.flows}, f.cpus)
-		return err
-	})
+	s, err := live.New(f.iface, buf, live.Flows{Offset: spec.HeaderLen() - 8, N: f.flows}, f.cpus)
 	if err != nil {
 		return nil, fmt.Errorf("feeder: %w (the live-frames feeder needs BPF; -feeder afpacket feeds without it)", err)
 	}

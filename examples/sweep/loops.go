@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -218,8 +219,11 @@ func (e *env) rig(q int, jumbo bool) (*rig, error) {
 		}
 		r.feed = a
 	default:
-		f := newLiveFeeder(bed, r.macB, e.flows, gens)
-		if f.circuits = refused; refused != nil {
+		f, err := startFeederProc(bed, r.macB, e.flows, gens, e.feederKeepsOff(q), refused)
+		if err != nil {
+			return fail(err)
+		}
+		if refused != nil {
 			fmt.Fprintf(e.log, "sweep: this kernel refuses live frames (%v): an in-kernel circuit feeds instead (trafficgen.Circuit), and the table says so\n", refused)
 		}
 		r.feed = f
@@ -253,6 +257,22 @@ func (e *env) close() error {
 // receive work it triggers, in softirq on its CPU) each have a core.
 func (e *env) workerCPU(q int) int { return e.cpus[(q+1)%len(e.cpus)] }
 func (e *env) feederCPU(i int) int { return e.cpus[i%len(e.cpus)] }
+
+// feederKeepsOff lists the CPUs the live feeder's process keeps its
+// threads off in rows of q queues: the loops' that none of its generators
+// use (none, where the loops and the generators share every CPU).
+func (e *env) feederKeepsOff(q int) []int {
+	var gens, off []int
+	for i := range q {
+		gens = append(gens, e.feederCPU(i))
+	}
+	for i := range q {
+		if c := e.workerCPU(i); !slices.Contains(gens, c) && !slices.Contains(off, c) {
+			off = append(off, c)
+		}
+	}
+	return off
+}
 
 // allowedCPUs lists the CPUs this process may run on.
 func allowedCPUs() []int {

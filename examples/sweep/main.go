@@ -38,8 +38,12 @@
 // round a veth pair of the feeder's own, a copy out each turn; it offers
 // less, 1-2.6 Mpps here, but more than the forwarders take), and afpacket
 // for rows of more (a circuit on every CPU starves the processes
-// measured); the table says which fed. -feeder afpacket feeds from a
-// packet socket instead, without BPF.
+// measured); the table says which fed. The generators or the circuit run
+// in a process of their own (the sweep's -run-feeder child, in the peer
+// namespace, its threads kept off the loops' CPUs), so the Go runtime's
+// sysmon, which their long system calls wake every 20 µs, wakes there and
+// not in the process measured. -feeder afpacket feeds from a packet
+// socket instead, without BPF, from the sweep's own process.
 //
 // -sizes 9000 measures jumbo frames (an 8996-byte frame, FCS excluded)
 // on a veth pair of their own, both ends at an MTU of 9000: afxdp, the C
@@ -132,6 +136,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
 		os.Exit(childMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == feederFlag {
+		os.Exit(feederMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	o, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -192,7 +199,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.rewrite, "forward", rewriteRoute, "what packetio's forward loop does to each frame: route (an IPv4 router: header and checksum checks, TTL, longest-prefix match, MACs) or mac (what testpmd's mac forwarding does: the destination MAC set to the next hop's, the source to the port's, nothing else)")
 	fs.StringVar(&o.write, "write", writeFrame, "what packetio's transmit loops write into each frame: frame (the whole frame, every time) or headers (the Ethernet, IPv4 and UDP headers only, the payload being whatever the buffer holds, as testpmd's txonly does; the C reference writes nothing per frame)")
 	fs.StringVar(&o.steer, "steer", steerFilter, "what packetio's backends that steer (afxdp) take in receive and forward: filter (exactly the feeder's flow, "+feedFilter().String()+") or all (every frame of the queue, as the C reference and testpmd take)")
-	fs.StringVar(&o.sysmon, "sysmon", sysmonAnywhere, "where the Go runtime's sysmon thread, of the sweep and of a packetio column's own process, may run while a cell is measured: anywhere (where the kernel puts it) or feeder (off the loops' CPUs). With the feeder's generators in long system calls sysmon wakes every 20 µs, and on a loop's CPU it preempts the loop; README.md, \"Where sysmon runs\"")
+	fs.StringVar(&o.sysmon, "sysmon", sysmonAnywhere, "where the Go runtime's sysmon thread, of the sweep and of a packetio column's own process, may run while a cell is measured: anywhere (where the kernel puts it) or feeder (off the loops' CPUs). The live feeder's own process keeps its every thread off the loops' CPUs whatever this says; README.md, \"Where sysmon runs\"")
 	fs.IntVar(&o.frames, "frames", 0, "frames a queue for packetio's backends (each one's WithFrames), or 0 for each backend's default; fewer frames keep afxdp's copy in cache (afxdp/README.md, \"Frames in circulation\")")
 	fs.StringVar(&o.out, "out", "", "directory for sweep.md, sweep.csv and sweep.svg (default: a new directory under $TMPDIR, unless -csv or -svg is given)")
 	fs.StringVar(&o.csv, "csv", "", "CSV file (default: sweep.csv in the output directory)")
@@ -611,9 +618,9 @@ func (e *env) keepLoopCPUs(queues int) func() {
 // sysmonNote is the placement note's word on sysmon under -sysmon s.
 func sysmonNote(s string) string {
 	if s == sysmonFeeder {
-		return "-sysmon feeder: over each cell's warm-up and window Go's sysmon thread, of the sweep and of a packetio column's own process, is kept off the loops' CPUs (internal/host.KeepSysmonOff); with the feeder's generators in long system calls it wakes every 20 µs, and on a loop's CPU it preempts the loop, on the feeder's it takes the feeder's time"
+		return "-sysmon feeder: over each cell's warm-up and window Go's sysmon thread, of the sweep and of a packetio column's own process, is kept off the loops' CPUs (internal/host.KeepSysmonOff); on a loop's CPU it would preempt the loop each time it wakes"
 	}
-	return "Go's sysmon thread runs where the kernel puts it (-sysmon anywhere): with the feeder's generators in long system calls it wakes every 20 µs, on either CPU"
+	return "Go's sysmon thread of the process measured runs where the kernel puts it (-sysmon anywhere); the live feeder's, which its generators' long system calls wake every 20 µs, is in the feeder's own process, kept off the loops' CPUs"
 }
 
 // machine describes where the sweep runs.

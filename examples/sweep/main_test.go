@@ -253,11 +253,14 @@ func TestSweepTestpmdColumns(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary run a cell as the sweep's child process
-// (dpdk/af_xdp), as the sweep binary does.
+// TestMain lets the test binary run a cell (dpdk/af_xdp) and the live
+// feeder as the sweep's child processes, as the sweep binary does.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
 		os.Exit(childMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == feederFlag {
+		os.Exit(feederMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -35,8 +35,14 @@ type proc struct {
 // killed if this program dies (and not before: childproc.Start), and hands
 // every output line (stdout and stderr) to line.
 func startIn(bed *testbed.Bed, nsenter string, argv []string, line func(string)) (*proc, error) {
+	return startInNS(bed.In, nsenter, argv, nil, line)
+}
+
+// startInNS is startIn in the namespace in runs its function in (bed.In,
+// bed.InPeer), with stdin (nil: none) as the process's standard input.
+func startInNS(in func(func() error) error, nsenter string, argv []string, stdin *os.File, line func(string)) (*proc, error) {
 	var nsf *os.File
-	if err := bed.In(func() error {
+	if err := in(func() error {
 		f, err := os.Open("/proc/thread-self/ns/net")
 		nsf = f
 		return err
@@ -55,6 +61,9 @@ func startIn(bed *testbed.Bed, nsenter string, argv []string, line func(string))
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	err = childproc.Start(cmd)
 	pw.Close()
 	if err != nil {

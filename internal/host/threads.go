@@ -42,6 +42,21 @@ func KeepSysmonOff(cpus []int) (narrowed int, undo func() error, err error) {
 	return keepThreadsOff("/proc/self/task", cpus, sleepsLikeSysmon)
 }
 
+// KeepThreadsOff narrows every thread of this process that may run on
+// more than one CPU, one of them in cpus, to its CPUs less cpus, as
+// KeepSysmonOff narrows sysmon alone; a thread started later inherits the
+// mask of the thread that starts it, so called early it keeps the whole
+// process off cpus. It is for a process that does nothing but load the
+// machine for workers elsewhere (a traffic feeder), where no thread of its
+// own needs those CPUs; a process with pinned workers of its own wants
+// KeepSysmonOff instead (see there). Its results are KeepSysmonOff's.
+func KeepThreadsOff(cpus []int) (narrowed int, undo func() error, err error) {
+	return keepThreadsOff("/proc/self/task", cpus, anyThread)
+}
+
+// anyThread is keepThreadsOff's pick of every thread.
+func anyThread(string, int) bool { return true }
+
 // sysmonLooks is how many times sleepsLikeSysmon looks at a thread, and
 // sysmonGap the time between looks.
 const (

@@ -48,16 +48,13 @@ func TestNarrowed(t *testing.T) {
 	}
 }
 
-// every picks every thread.
-func every(string, int) bool { return true }
-
 func TestKeepSysmonOffRefusesABadCPU(t *testing.T) {
 	for _, c := range []int{-1, MaxCPU + 1} {
 		if _, _, err := KeepSysmonOff([]int{c}); err == nil || !strings.Contains(err.Error(), fmt.Sprint(c)) {
 			t.Errorf("KeepSysmonOff([%d]) = %v; want an error naming the CPU", c, err)
 		}
 	}
-	if _, _, err := keepThreadsOff(filepath.Join(t.TempDir(), "none"), []int{0}, every); err == nil {
+	if _, _, err := keepThreadsOff(filepath.Join(t.TempDir(), "none"), []int{0}, anyThread); err == nil {
 		t.Error("a missing task directory gave no error")
 	}
 }
@@ -111,7 +108,7 @@ func TestKeepSysmonOff(t *testing.T) {
 	<-blocked
 }
 
-// TestKeepThreadsOff: on a machine of 2 CPUs or more, every thread of the
+// TestKeepThreadsOff (KeepThreadsOff): on a machine of 2 CPUs or more, every thread of the
 // test process that may run on several CPUs loses the kept one, a thread
 // pinned to it keeps it, and undo gives every thread its mask back, and
 // widens those started meanwhile.
@@ -135,7 +132,7 @@ func TestKeepThreadsOff(t *testing.T) {
 		t.Fatalf("could not pin a worker to CPU %d", kept)
 	}
 	before := masks(t)
-	n, undo, err := keepThreadsOff("/proc/self/task", []int{kept}, every)
+	n, undo, err := KeepThreadsOff([]int{kept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +153,7 @@ func TestKeepThreadsOff(t *testing.T) {
 	}
 	// Go may start a thread between the readings: n counts it, moved not.
 	if n == 0 || moved > n {
-		t.Errorf("keepThreadsOff narrowed %d threads; %d masks changed", n, moved)
+		t.Errorf("KeepThreadsOff narrowed %d threads; %d masks changed", n, moved)
 	}
 	// Threads started now inherit a narrowed mask; undo widens them too.
 	held := make(chan struct{})
