@@ -2,6 +2,7 @@ package afxdp_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,8 @@ func TestBusyPoll(t *testing.T) {
 
 // TestPollSpin: an idle queue spins once and then sleeps at once in every
 // later Poll (one miss, however many Polls); packets found waiting turn
-// the spin back on; WithPollSpin(-1) never spins; a spin longer than 1ms is
+// the spin back on, and so do packets that end a sleep within a spin (not
+// later); WithPollSpin(-1) never spins; a spin longer than 1ms is
 // refused naming the option.
 func TestPollSpin(t *testing.T) {
 	testenv.NeedBPF(t)
@@ -113,6 +115,57 @@ func TestPollSpin(t *testing.T) {
 		idlePolls(t, rx, 3)
 		if _, misses := spins(t, rx); misses != 2 {
 			t.Fatalf("after packets were found waiting, idle Polls spun %d times in all, want 2", misses)
+		}
+	})
+	t.Run("woken", func(t *testing.T) {
+		p := netns.New(t)
+		d := openOn(t, p.A, afxdp.WithSteering(testFilter), afxdp.WithFrames(1024), afxdp.WithPollSpin(time.Millisecond))
+		peer := openOn(t, p.B, afxdp.WithSteering(testFilter), afxdp.WithFrames(1024))
+		rx := d.RxQueue(0)
+		rx.Fill(rx.NumFreeFillSlots())
+		polls := func() uint64 {
+			st, err := rx.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Polls
+		}
+		// wakeAfter lets a cold queue sleep in Poll, ends the sleep with
+		// a frame sent after delay, and says whether the next idle Poll
+		// spins.
+		wakeAfter := func(delay time.Duration) bool {
+			idlePolls(t, rx, 1) // a warm spin misses: cold from here
+			before := polls()
+			done := make(chan error, 1)
+			go func() { _, err := rx.Poll(5 * time.Second); done <- err }()
+			for deadline := time.Now().Add(time.Second); polls() == before; {
+				if time.Now().After(deadline) {
+					t.Fatal("Poll did not go to sleep in 1s")
+				}
+				runtime.Gosched()
+			}
+			time.Sleep(delay)
+			if sendTestFrames(t, peer.TxQueue(0), 1) != 1 {
+				t.Fatal("the peer sent nothing")
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			rx.Recycle(rx.Receive(64))
+			_, m0 := spins(t, rx)
+			idlePolls(t, rx, 1)
+			_, m1 := spins(t, rx)
+			return m1 > m0
+		}
+		if wakeAfter(20 * time.Millisecond) {
+			t.Error("a sleep that frames ended after 20ms turned the 1ms spin back on")
+		}
+		warmed := false
+		for try := 0; try < 5 && !warmed; try++ {
+			warmed = wakeAfter(0)
+		}
+		if !warmed {
+			t.Error("no sleep that frames sent at once ended within the 1ms spin turned it back on, in 5 tries")
 		}
 	})
 	t.Run("never", func(t *testing.T) {

@@ -150,7 +150,8 @@ func WithBusyPoll(usecs, budget int) Option {
 // most 1ms. Under load the next batch arrives within the spin, so the
 // receiving goroutine never sleeps and the kernel never has to wake it; a
 // spin that finds nothing turns spinning off until a Poll finds packets
-// already waiting, so an idle queue sleeps at once. Stats().Backend counts
+// already waiting, or a sleep ends with packets sooner than a spin would
+// have lasted, so an idle queue sleeps at once. Stats().Backend counts
 // spin_hits and spin_misses. Equivalent to WithXDP(xdp.WithPollSpin(d)).
 func WithPollSpin(d time.Duration) Option {
 	return func(c *config) { c.pollSpin, c.pollSpinSet = d, true }

@@ -250,8 +250,10 @@ const maxPollSpin = time.Millisecond
 // and at most 1ms. Under load the next batch arrives within the spin, so the
 // receiver never sleeps and the kernel (in softirq, on the sender's core)
 // never has to wake it; a spin that finds nothing turns spinning off until
-// a Poll finds packets already waiting, so an idle or slow queue sleeps at
-// once and costs no CPU. Stats().SpinHits and SpinMisses count the spins.
+// a Poll finds packets already waiting, or a sleep ends with packets
+// sooner than a spin would have lasted (a receiver that keeps up empties
+// its ring every turn, so it finds none waiting), so an idle or slow queue
+// sleeps at once and costs no CPU. Stats().SpinHits and SpinMisses count the spins.
 func WithPollSpin(d time.Duration) Option { return func(c *config) { c.pollSpin = d } }
 
 // WithMultiBuffer lets a packet span several frames: the program is loaded

@@ -160,9 +160,10 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 	if n := s.spinFor(timeout); n > 0 {
 		return n, nil
 	}
+	slept := time.Now()
 	var deadline time.Time
 	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
+		deadline = slept.Add(timeout)
 	}
 	for {
 		wait, last := pollSlice(timeout, deadline)
@@ -177,6 +178,7 @@ func (s *Socket) Poll(timeout time.Duration) (int, error) {
 			return 0, err // woken by a failure a kick or Err latched
 		}
 		if s.r.ring.ready() > 0 {
+			s.rewarm(slept)
 			break
 		}
 		// An empty wake-up, or the slice ran out: has the device gone?
@@ -259,6 +261,18 @@ func (s *Socket) pollNow() (int, error) {
 	return 0, s.probeIdle()
 }
 
+// rewarm turns spinning back on after a sleep, begun at slept, that
+// packets ended sooner than a spin lasts: the spin would have found them,
+// and saved the kernel the wake-up. A receiver that keeps up with its
+// queue empties the ring on every turn, so no Poll finds packets already
+// waiting, and without this one miss would leave it sleeping (and being
+// woken) for every batch from then on.
+func (s *Socket) rewarm(slept time.Time) {
+	if s.spin > 0 && s.r.spinCold.Load() && time.Since(slept) < s.spin {
+		s.r.spinCold.Store(false)
+	}
+}
+
 // spinLooks is how many looks at the ring a spin makes between reads of
 // the clock and of the socket's state.
 const spinLooks = 64
@@ -268,7 +282,8 @@ const spinLooks = 64
 // empty: nothing came, the socket is closing or failed (Poll's system
 // call then says which), or the driver asks for a wake-up, which only the
 // system call gives. A spin that finds nothing makes the next ones sleep at
-// once (spinCold) until a Poll finds packets already waiting.
+// once (spinCold) until a Poll finds packets already waiting, or a sleep
+// ends with packets within a spin (rewarm).
 func (s *Socket) spinFor(timeout time.Duration) int {
 	if s.spin <= 0 || s.r.spinCold.Load() || s.parkedRx() {
 		return 0

@@ -125,7 +125,8 @@ type rxHalf struct {
 
 	probed atomic.Int64 // when Poll last asked whether the device is there, since epoch
 	// spinCold is set when Poll's last spin found nothing: the next Poll
-	// sleeps at once, until one finds packets already waiting.
+	// sleeps at once, until one finds packets already waiting or a sleep
+	// ends with packets sooner than a spin lasts.
 	spinCold atomic.Bool
 
 	calls callgate.Calls // receive calls in progress, for Close

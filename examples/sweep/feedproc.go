@@ -114,9 +114,11 @@ func feederMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sweep -run-feeder: %v (the generators' CPUs, then the CPUs to keep off)\n", errOr(err, "no generator CPU"))
 		return exitUsage
 	}
-	if len(kept) > 0 {
-		// Before anything starts: every thread started later inherits.
-		if _, _, err := host.KeepThreadsOff(kept); err != nil {
+	// Before anything starts: every thread started later inherits. A
+	// thread the runtime starts meanwhile may be missed: again until a
+	// pass finds none left.
+	for pass, n := 0, 1; len(kept) > 0 && n > 0 && pass < 3; pass++ {
+		if n, _, err = host.KeepThreadsOff(kept); err != nil {
 			fmt.Fprintln(stderr, "sweep -run-feeder:", err)
 			return exitFailed
 		}
