@@ -99,7 +99,10 @@ func newLiveFeeder(iface string, srcMAC net.HardwareAddr, flows int, cpus []int)
 // circuits is the kernel's refusal of live frames where circuits feed,
 // kept the CPUs its process keeps off.
 func describeLive(circuits error, cpus, kept []int, flows int) string {
-	proc := fmt.Sprintf("in a process of its own (sweep -run-feeder) whose every thread is kept off the loops' CPUs %v where there is another, so that its Go runtime's sysmon, which wakes every 20 µs while the generators sit in their long system calls, takes the feeder's time, not a loop's", kept)
+	proc := "in a process of its own (sweep -run-feeder), so that its Go runtime's sysmon, which wakes every 20 µs while a goroutine sits in a long system call, wakes in the feeder's process, not the one measured"
+	if len(kept) > 0 {
+		proc += fmt.Sprintf(", every thread of it kept off the loops' CPUs %v", kept)
+	}
 	if circuits != nil {
 		return fmt.Sprintf("fed from the peer from inside its kernel by a circuit (internal/trafficgen.Circuit), since this kernel refuses the generator's live frames (%v): frames go round a veth pair of the feeder's own (XDP_TX at one end, at the other a broadcast redirect that sends each frame round again and a copy to the measured end), in softirq on CPU %v, %d flows (UDP source ports), %s; it offers less than the generator does (1-2.6 Mpps into a dropping XDP program here), so a cell at the offered rate measures the feeder; the measured end's veth takes those frames only while its NAPI is on, so every receiver but afxdp (native XDP) gets GRO turned on for its cell and back off after", circuits, cpus, flows, proc)
 	}

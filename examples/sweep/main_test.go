@@ -109,6 +109,10 @@ func TestSweepSmoke(t *testing.T) {
 		// A circuit feeds instead, and the table says why.
 		fed = []string{"fed from the peer from inside its kernel by a circuit (internal/trafficgen.Circuit), since this kernel refuses the generator's live frames (" + refused.Error() + ")"}
 	}
+	fed = append(fed, "in a process of its own (sweep -run-feeder)") // its sysmon away from the loops
+	if cpus := allowedCPUs(); len(cpus) > 1 {
+		fed = append(fed, "every thread of it kept off the loops' CPUs ["+strconv.Itoa(cpus[1])+"]")
+	}
 	for _, want := range append(fed, "## packetio sweep, ", "command: `sweep -test`",
 		"| loop | size | queues | column | Mpps | Gbit/s |", "| transmit | 64 | 1 | kernel | ", "| receive | 64 | 1 | afpacket | ", "| forward | 64 | 1 | afpacket | ",
 		"| receive | 64 | 1 | afxdp | ", "| forward | 64 | 1 | afxdp | ", "afxdp: one XDP program in native mode", "testpmd: columns not asked for") {
