@@ -755,12 +755,14 @@ func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, rw rew
 	keep := make([]packetio.Desc, 0, batch)
 	drop := make([]packetio.Desc, 0, batch)
 	back := make([]packetio.Desc, 0, 4096)
+	var warm byte // what WarmHeads read, kept alive below so the reads stay
 	for ctx.Err() == nil {
 		if _, err := rx.Poll(wait); err != nil {
 			return err
 		}
 		descs := rx.Receive(batch)
 		ln.check(descs)
+		warm ^= forward.WarmHeads(rx.Region(), descs) // the headers in the cache, all at once
 		keep, drop = keep[:0], drop[:0]
 		for i := 0; i < len(descs); {
 			head := rx.Region().Frame(descs[i])
@@ -790,6 +792,7 @@ func route(ctx context.Context, rx packetio.RxQueue, tx packetio.TxQueue, rw rew
 		rx.Recycle(back)
 		time.Sleep(time.Millisecond)
 	}
+	runtime.KeepAlive(warm)
 	return nil
 }
 
