@@ -21,6 +21,12 @@
 // the host itself included, stays with the kernel. afpacket is a tap: the
 // router sees everything and forwards what its table matches.
 //
+// Before it routes a burst it reads the first byte of every packet in it
+// (forward.WarmHeads), so the cache misses on headers another CPU wrote
+// overlap instead of stalling one packet at a time: testpmd's engines
+// prefetch for the same reason (dpdk/README.md, "Where forwarding on
+// net_af_xdp spends its time").
+//
 // -busy-poll (afxdp) busy-polls the queues and never sleeps in Poll; -cpu
 // pins the router; -frames sets the frames a queue (the backend's
 // WithFrames; the second line says what the device has). Fewer frames

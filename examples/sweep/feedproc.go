@@ -257,6 +257,7 @@ type feederProc struct {
 	answers chan string // its "= " lines, without the "= "
 	desc    string
 	mu      sync.Mutex // one exchange at a time
+	lost    error      // set when an answer did not come in time: any late one would answer the wrong question
 }
 
 // startFeederProc starts the live feeder in a process of its own in bed's
@@ -282,8 +283,12 @@ func startFeederProc(bed *testbed.Bed, srcMAC net.HardwareAddr, flows int, cpus,
 		pw.Close()
 		return nil, fmt.Errorf("feeder: %w", err)
 	}
-	if a, err := f.await("start", feederStartWait); err != nil || a != "ready" {
-		return nil, errors.Join(fmt.Errorf("feeder: starting: %q, %w", a, err), f.close())
+	a, err := f.await("start", feederStartWait)
+	if err == nil && a != "ready" {
+		err = fmt.Errorf("start: answered %q, not ready", a)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("feeder: %w", err), f.close())
 	}
 	return f, nil
 }
@@ -311,7 +316,8 @@ func (f *feederProc) await(what string, wait time.Duration) (string, error) {
 	case <-f.p.exited:
 		return "", fmt.Errorf("%s: %w", what, f.p.alive())
 	case <-t.C:
-		return "", fmt.Errorf("%s: no answer in %v (%s)", what, wait, f.p.lastLines())
+		f.lost = fmt.Errorf("%s: no answer in %v (%s)", what, wait, f.p.lastLines())
+		return "", f.lost
 	}
 }
 
@@ -319,6 +325,9 @@ func (f *feederProc) await(what string, wait time.Duration) (string, error) {
 func (f *feederProc) ask(cmd string, wait time.Duration) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.lost != nil {
+		return "", fmt.Errorf("%s: the feeder process is out of step: %w", cmd, f.lost)
+	}
 	if _, err := io.WriteString(f.cmds, cmd+"\n"); err != nil {
 		// Most likely it has died: say how, if it says so soon.
 		select {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -252,4 +253,45 @@ func threadsOn(t *testing.T, pid, cpu int) []int {
 		t.Fatalf("no threads in %s", dir)
 	}
 	return on
+}
+
+// TestFeederProcOutOfStep: once an answer is late, every later question
+// fails saying so (a late answer would answer the wrong one), and close
+// still ends the process. The "feeder" is a shell that reads and never
+// answers.
+func TestFeederProcOutOfStep(t *testing.T) {
+	testenv.NeedRoot(t)
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		testenv.CannotRun(t, "nsenter (util-linux) is not installed")
+		return
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &feederProc{cmds: pw, answers: make(chan string, 4)}
+	here := func(fn func() error) error { return fn() }
+	f.p, err = startInNS(here, nsenter, []string{"sh", "-c", `echo "= ready"; read a; read b; exit 0`}, pr, f.line)
+	pr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := f.await("start", 5*time.Second); a != "ready" || err != nil {
+		t.Fatalf("start: %q, %v", a, err)
+	}
+	if _, err := f.ask("sent", 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "sent: no answer in 200ms") {
+		t.Fatalf("an unanswered sent: %v", err)
+	}
+	if _, err := f.ask("stop", time.Second); err == nil || !strings.Contains(err.Error(), "stop: the feeder process is out of step: sent: no answer") {
+		t.Errorf("a question after a late answer: %v", err)
+	}
+	if err := f.close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	select {
+	case <-f.p.exited:
+	default:
+		t.Error("the process still runs after close")
+	}
 }
