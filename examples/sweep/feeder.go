@@ -88,7 +88,6 @@ type liveFeeder struct {
 	flows   int
 	cpus    []int
 	sources map[string]*live.Source // by target (MAC, address, port, size)
-	running sync.Mutex              // one feed at a time
 }
 
 func newLiveFeeder(iface string, srcMAC net.HardwareAddr, flows int, cpus []int) *liveFeeder {
@@ -130,11 +129,11 @@ func (f *liveFeeder) source(t target) (*live.Source, error) {
 	return s, nil
 }
 
+// start begins feeding t; the feeder process (feedChild) runs one feed at
+// a time.
 func (f *liveFeeder) start(ctx context.Context, t target) (*feeding, error) {
-	f.running.Lock()
 	s, err := f.source(t)
 	if err != nil {
-		f.running.Unlock()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -157,7 +156,6 @@ func (f *liveFeeder) start(ctx context.Context, t target) (*feeding, error) {
 		once.Do(func() {
 			cancel()
 			<-done
-			f.running.Unlock()
 		})
 		if runErr != nil {
 			return fmt.Errorf("feeder: %w", runErr)

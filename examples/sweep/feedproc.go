@@ -75,20 +75,12 @@ func cpuList(cpus []int) string {
 	return strings.Join(s, ",")
 }
 
-// parseCPUList reads cpuList's form.
+// parseCPUList reads cpuList's form (host.ParseCPUList, "-" for none).
 func parseCPUList(s string) ([]int, error) {
 	if s == "-" {
 		return nil, nil
 	}
-	var cpus []int
-	for f := range strings.SplitSeq(s, ",") {
-		c, err := strconv.Atoi(f)
-		if err != nil || c < 0 || c > host.MaxCPU {
-			return nil, fmt.Errorf("CPU list %q: %q is not a CPU (0-%d)", s, f, host.MaxCPU)
-		}
-		cpus = append(cpus, c)
-	}
-	return cpus, nil
+	return host.ParseCPUList(s)
 }
 
 // feederMain runs the live feeder as told by args and its commands on

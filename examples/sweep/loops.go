@@ -258,20 +258,26 @@ func (e *env) close() error {
 func (e *env) workerCPU(q int) int { return e.cpus[(q+1)%len(e.cpus)] }
 func (e *env) feederCPU(i int) int { return e.cpus[i%len(e.cpus)] }
 
+// loopCPUs lists the CPUs of the loops in rows of q queues, each once.
+func (e *env) loopCPUs(q int) []int {
+	var cpus []int
+	for i := range q {
+		if c := e.workerCPU(i); !slices.Contains(cpus, c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
 // feederKeepsOff lists the CPUs the live feeder's process keeps its
 // threads off in rows of q queues: the loops' that none of its generators
 // use (none, where the loops and the generators share every CPU).
 func (e *env) feederKeepsOff(q int) []int {
-	var gens, off []int
-	for i := range q {
-		gens = append(gens, e.feederCPU(i))
+	gens := make([]int, q)
+	for i := range gens {
+		gens[i] = e.feederCPU(i)
 	}
-	for i := range q {
-		if c := e.workerCPU(i); !slices.Contains(gens, c) && !slices.Contains(off, c) {
-			off = append(off, c)
-		}
-	}
-	return off
+	return slices.DeleteFunc(e.loopCPUs(q), func(c int) bool { return slices.Contains(gens, c) })
 }
 
 // allowedCPUs lists the CPUs this process may run on.

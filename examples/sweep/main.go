@@ -598,12 +598,7 @@ func (e *env) keepLoopCPUs(queues int) func() {
 	if e.sysmon != sysmonFeeder {
 		return func() {}
 	}
-	var cpus []int
-	for q := range queues {
-		if c := e.workerCPU(q); !slices.Contains(cpus, c) {
-			cpus = append(cpus, c)
-		}
-	}
+	cpus := e.loopCPUs(queues)
 	_, undo, err := host.KeepSysmonOff(cpus)
 	if err != nil {
 		fmt.Fprintf(e.log, "sweep: keeping sysmon off CPUs %v: %v\n", cpus, err)
